@@ -1,0 +1,1 @@
+"""Dagster assets of Jarvis, one module per layer; ``definitions`` wires them."""

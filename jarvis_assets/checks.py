@@ -1,0 +1,118 @@
+"""Asset checks: the guarantees later layers rely on, checked on the stored tables.
+
+A check runs on the partition (source) of its run when it has one, else on every source.
+Checks that later layers depend on block them.
+"""
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from jarvis_assets.chunks import chunks
+from jarvis_assets.metadata import markdown_table
+from jarvis_assets.notes import raw_notes
+from jarvis_core import store
+from jarvis_core.chunking import embedding_text
+from jarvis_core.models import token_counter
+from jarvis_resources import JarvisConfigResource
+
+_PARTITION_TAG = "dagster/partition"
+
+
+def _sources_in_scope(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource
+                      ) -> list[str]:
+    partition = context.run.tags.get(_PARTITION_TAG)
+    return [partition] if partition else jarvis.load().source_names
+
+
+@dg.asset_check(asset=raw_notes, description="Share of files that could not be ingested, "
+                "per source, stays under ingest.max_failed_ratio (warning).")
+def failed_file_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
+                      duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    limit = jarvis.load().ingest.max_failed_ratio
+    with duckdb.get_connection() as conn:
+        store.ensure_schema(conn)
+        rows = store.read_frame(conn, """
+            SELECT s.source,
+                   (SELECT count(*) FROM notes n WHERE n.source = s.source) AS notes,
+                   (SELECT count(*) FROM ingest_failures f WHERE f.source = s.source) AS failed
+            FROM (SELECT unnest(?::VARCHAR[]) AS source) s
+        """, [_sources_in_scope(context, jarvis)]).to_dicts()
+    for row in rows:
+        total = row["notes"] + row["failed"]
+        row["ratio"] = round(row["failed"] / total, 4) if total else 0.0
+    worst = max((row["ratio"] for row in rows), default=0.0)
+    return dg.AssetCheckResult(
+        passed=worst <= limit,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"worst_ratio": worst, "limit": limit,
+                  "per_source": markdown_table(rows, ["source", "notes", "failed", "ratio"])},
+    )
+
+
+@dg.asset_check(asset=chunks, blocking=True,
+                description="Every note with text in its body has at least one chunk.")
+def every_note_has_chunks(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
+                          duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    with duckdb.get_connection() as conn:
+        missing = store.read_frame(conn, """
+            SELECT n.source, n.path FROM notes n
+            WHERE list_contains(?, n.source) AND trim(n.body) <> ''
+              AND NOT EXISTS (SELECT 1 FROM chunks c
+                              WHERE c.source = n.source AND c.path = n.path)
+            ORDER BY n.source, n.path
+        """, [_sources_in_scope(context, jarvis)]).to_dicts()
+    return dg.AssetCheckResult(
+        passed=not missing,
+        metadata={"notes_without_chunks": len(missing),
+                  "examples": markdown_table(missing, ["source", "path"])},
+    )
+
+
+@dg.asset_check(asset=chunks, blocking=True,
+                description="No chunk exceeds the embedding model's token limit, recounted "
+                "with the model's own tokenizer.")
+def chunks_within_token_limit(context: dg.AssetCheckExecutionContext,
+                              jarvis: JarvisConfigResource,
+                              duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    config = jarvis.load()
+    counter = token_counter(config.embedding.model, config.chunking.max_tokens)
+    with duckdb.get_connection() as conn:
+        rows = store.read_frame(
+            conn, "SELECT chunk_id, path, title, heading_path, text, token_count FROM chunks "
+                  "WHERE list_contains(?, source)", [_sources_in_scope(context, jarvis)])
+    recounted = counter.count([
+        embedding_text(title, tuple(heading_path), text)
+        for title, heading_path, text in rows.select("title", "heading_path", "text").iter_rows()
+    ])
+    over = [{"path": path, "chunk_id": chunk_id, "tokens": tokens}
+            for (chunk_id, path), tokens in zip(rows.select("chunk_id", "path").iter_rows(),
+                                                recounted)
+            if tokens > counter.max_tokens]
+    miscounted = sum(stored != actual
+                     for stored, actual in zip(rows["token_count"].to_list(), recounted))
+    return dg.AssetCheckResult(
+        passed=not over and not miscounted,
+        metadata={"token_limit": counter.max_tokens, "chunks_checked": rows.height,
+                  "largest_chunk_tokens": max(recounted, default=0),
+                  "chunks_over_limit": len(over), "stored_counts_wrong": miscounted,
+                  "examples": markdown_table(over, ["path", "chunk_id", "tokens"])},
+    )
+
+
+@dg.asset_check(asset=chunks, blocking=True,
+                description="Chunk ids are unique: vectors and graph evidence are keyed by them.")
+def chunk_ids_unique(duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    with duckdb.get_connection() as conn:
+        duplicates = store.read_frame(conn, """
+            SELECT chunk_id, count(*) AS copies, string_agg(DISTINCT path, ', ') AS paths
+            FROM chunks GROUP BY chunk_id HAVING count(*) > 1 ORDER BY copies DESC
+        """).to_dicts()
+    return dg.AssetCheckResult(
+        passed=not duplicates,
+        metadata={"duplicate_ids": len(duplicates),
+                  "examples": markdown_table(duplicates, ["chunk_id", "copies", "paths"])},
+    )
+
+
+asset_checks = [failed_file_ratio, every_note_has_chunks, chunks_within_token_limit,
+                chunk_ids_unique]

@@ -1,0 +1,24 @@
+"""Definitions for one configuration; the Dagster entry point and the CLI both build them here."""
+
+import dagster as dg
+
+from jarvis_assets.checks import asset_checks
+from jarvis_assets.chunks import chunks
+from jarvis_assets.jobs import refresh_sources_job
+from jarvis_assets.notes import raw_notes
+from jarvis_core.config import JarvisConfig
+from jarvis_resources import build_resources
+from schedules import all_schedules
+from sensors import all_sensors
+
+
+def build_definitions(config: JarvisConfig) -> dg.Definitions:
+    return dg.Definitions(
+        assets=[raw_notes, chunks],
+        asset_checks=asset_checks,
+        jobs=[refresh_sources_job],
+        sensors=all_sensors,
+        schedules=all_schedules,
+        resources=build_resources(config),
+        executor=dg.in_process_executor,
+    )

@@ -1,0 +1,86 @@
+"""Raw layer for vaults: every note parsed into a row, every attachment listed."""
+
+import time
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from jarvis_assets.metadata import counts_table, markdown_table
+from jarvis_assets.partitions import source_partitions
+from jarvis_core import store
+from jarvis_core.ingest import note_frame, plan_ingest
+from jarvis_core.vault import VaultScan, scan_vault
+from jarvis_resources import JarvisConfigResource
+
+DUCKDB_POOL = "jarvis_duckdb"
+
+
+@dg.asset(
+    partitions_def=source_partitions,
+    group_name="sources",
+    kinds={"duckdb", "markdown"},
+    pool=DUCKDB_POOL,
+)
+def raw_notes(
+    context: dg.AssetExecutionContext, jarvis: JarvisConfigResource, duckdb: DuckDBResource
+) -> dg.MaterializeResult:
+    """Notes of one vault (partition) with frontmatter, tags, links, embeds and headings.
+
+    Only notes whose size, mtime and then content hash changed are re-read and re-parsed;
+    deleted notes are removed; unreadable files are recorded in ``ingest_failures``.
+    """
+    source = context.partition_key
+    vault = jarvis.load().vaults.get(source)
+    started = time.perf_counter()
+    if vault is None:
+        context.log.warning(f"source {source!r} is not a configured vault: removing its notes")
+        scan = VaultScan(files=[], problems=[])
+    else:
+        scan = scan_vault(vault.path, vault.exclude)
+    scanned = time.perf_counter()
+
+    with duckdb.get_connection() as conn:
+        store.ensure_schema(conn)
+        existing = store.read_frame(
+            conn, "SELECT path, size_bytes, mtime_ns, content_hash, parser_version "
+                  "FROM notes WHERE source = ?", [source])
+        failures_before = store.read_frame(
+            conn, "SELECT path, size_bytes, mtime_ns, reason FROM ingest_failures "
+                  "WHERE source = ?", [source])
+
+    plan = plan_ingest(source, scan, existing, failures_before,
+                       jarvis.load().ingest.max_note_bytes)
+    parsed = time.perf_counter()
+    for failure in plan.failures:
+        context.log.warning(f"{source}/{failure['path']}: not ingested: {failure['reason']}")
+
+    with duckdb.get_connection() as conn:
+        store.replace_rows(conn, "notes", source=source, remove_paths=plan.removed_paths,
+                           rows=note_frame(plan))
+        if plan.touched:
+            conn.executemany("UPDATE notes SET size_bytes = ?, mtime_ns = ? "
+                             "WHERE source = ? AND path = ?",
+                             [(size, mtime, source, path) for size, mtime, path in plan.touched])
+        store.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
+                           rows=store.frame("ingest_failures", plan.failures))
+        store.replace_rows(conn, "attachments", source=source, remove_paths=None,
+                           rows=store.frame("attachments", plan.attachments))
+        total, with_warnings = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE len(warnings) > 0) FROM notes "
+            "WHERE source = ?", [source]).fetchone()
+
+    counts = plan.counts()
+    context.log.info(f"{source}: notes {counts}")
+    return dg.MaterializeResult(metadata={
+        **counts,
+        "dagster/row_count": total,
+        "attachments": len(plan.attachments),
+        "notes_with_warnings": with_warnings,
+        "vault_path": dg.MetadataValue.path(str(vault.path)) if vault else "(not configured)",
+        "scan_seconds": round(scanned - started, 3),
+        "parse_seconds": round(parsed - scanned, 3),
+        "write_seconds": round(time.perf_counter() - parsed, 3),
+        "summary": counts_table(counts),
+        "failures": markdown_table(plan.failures, ["path", "reason"], limit=50),
+        "preview": markdown_table(plan.note_rows, ["path", "title", "tags", "word_count"]),
+    })

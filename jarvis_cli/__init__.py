@@ -1,0 +1,1 @@
+"""The `jarvis` command line."""

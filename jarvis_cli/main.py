@@ -1,0 +1,126 @@
+"""`jarvis`: refresh the knowledge base, inspect it and open the UI.
+
+Every command prints a readable summary, or JSON with ``--json`` for scripts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from jarvis_core.config import ConfigError, JarvisConfig, load_config
+
+_DAGSTER_YAML = Path(__file__).with_name("dagster.yaml")
+
+
+class _Context:
+    def __init__(self, config_file: str | None):
+        self.config_file = config_file
+
+    def config(self) -> JarvisConfig:
+        try:
+            return load_config(self.config_file)
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+def _emit(data: dict, as_json: bool, render) -> None:
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+    else:
+        render(data)
+
+
+def _table(rows: list[dict], columns: list[str]) -> str:
+    widths = {c: max([len(c), *(len(str(r.get(c, ""))) for r in rows)]) for c in columns}
+    lines = ["  ".join(c.ljust(widths[c]) for c in columns),
+             "  ".join("-" * widths[c] for c in columns)]
+    lines += ["  ".join(str(r.get(c, "")).ljust(widths[c]) for c in columns) for r in rows]
+    return "\n".join(lines)
+
+
+@click.group()
+@click.option("--config", "config_file", envvar="JARVIS_CONFIG", type=click.Path(),
+              help="Configuration file (default: $JARVIS_CONFIG, else ./jarvis.yaml).")
+@click.pass_context
+def cli(ctx: click.Context, config_file: str | None) -> None:
+    """Jarvis: your notes, code and tickets as a searchable, linked knowledge base."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    ctx.obj = _Context(config_file)
+
+
+@cli.command()
+@click.option("--source", "sources", multiple=True, help="Refresh only this source (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def refresh(obj: _Context, sources: tuple[str, ...], as_json: bool) -> None:
+    """Run the main job for every configured source (in-process, embedded stores)."""
+    from jarvis_cli.refresh import COUNT_KEYS, run_refresh
+
+    try:
+        report = run_refresh(obj.config(), list(sources) or None)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+    def render(data: dict) -> None:
+        for source in data["sources"]:
+            click.echo(f"\n{source['source']}: {'ok' if source['ok'] else 'FAILED'} "
+                       f"in {source['seconds']} s (run {source['run_id'][:8]})")
+            rows = [{"layer": layer, **counts} for layer, counts in source["layers"].items()]
+            click.echo(_table(rows, ["layer", *COUNT_KEYS, "rows"]))
+            for check in source["checks"]:
+                if not check["passed"]:
+                    click.echo(f"  check {check['check']} on {check['asset']}: "
+                               f"FAILED ({check['severity']})")
+            for step in source["failed_steps"]:
+                click.echo(f"  step {step} failed: see the run's logs")
+
+    _emit(report, as_json, render)
+    if not report["ok"]:
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def status(obj: _Context, as_json: bool) -> None:
+    """Show the configured sources and the row counts of every layer."""
+    from jarvis_query.status import StoreUnavailable, store_status
+
+    config = obj.config()
+    try:
+        data = store_status(config)
+    except StoreUnavailable as exc:
+        raise click.ClickException(str(exc)) from exc
+
+    def render(data: dict) -> None:
+        click.echo(f"data directory: {data['data_dir']}")
+        click.echo(_table(data["sources"], ["name", "kind", "notes", "attachments", "failed",
+                                            "chunks", "path"]))
+
+    _emit(data, as_json, render)
+
+
+@cli.command()
+@click.option("--port", default=3000, show_default=True)
+@click.pass_obj
+def ui(obj: _Context, port: int) -> None:
+    """Open the Dagster UI on workspace.yaml, with a persistent instance in the data dir."""
+    config = obj.config()
+    home = Path(os.environ.get("DAGSTER_HOME") or config.data_dir / "dagster")
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        shutil.copy(_DAGSTER_YAML, home / "dagster.yaml")
+    workspace = Path.cwd() / "workspace.yaml"
+    if not workspace.is_file():
+        raise click.ClickException(f"run `jarvis ui` from the project folder: {workspace} "
+                                   "not found")
+    os.environ["DAGSTER_HOME"] = str(home)
+    if config.config_path:
+        os.environ.setdefault("JARVIS_CONFIG", str(config.config_path))
+    os.execvp("dagster", ["dagster", "dev", "-w", str(workspace), "-p", str(port)])

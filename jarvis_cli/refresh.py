@@ -1,0 +1,73 @@
+"""`jarvis refresh`: the main job for every source, in-process, on the embedded stores."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import dagster as dg
+import duckdb
+
+from jarvis_assets.definitions import build_definitions
+from jarvis_assets.jobs import refresh_sources_job
+from jarvis_assets.partitions import source_partitions
+from jarvis_core.config import JarvisConfig
+from jarvis_query.status import StoreUnavailable, read_only
+
+COUNT_KEYS = ("new", "changed", "unchanged", "deleted", "failed")
+
+
+def _instance() -> dg.DagsterInstance:
+    """The persistent instance when DAGSTER_HOME is set (runs then show in the UI)."""
+    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else \
+        dg.DagsterInstance.ephemeral()
+
+
+def _stored_sources(config: JarvisConfig) -> set[str]:
+    """Sources that have rows but are no longer configured: their data must go."""
+    try:
+        with read_only(config.duckdb_path) as conn:
+            return {row[0] for row in conn.execute("SELECT DISTINCT source FROM notes").fetchall()}
+    except (StoreUnavailable, duckdb.Error):
+        return set()
+
+
+def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
+    """Run the refresh job once per source partition; report per layer and per check."""
+    unknown = sorted(set(only or ()) - set(config.source_names))
+    if unknown:
+        raise ValueError(f"unknown source(s) {', '.join(unknown)}: configured are "
+                         f"{', '.join(config.source_names) or 'none'}")
+    targets = sorted(only or set(config.source_names) | _stored_sources(config))
+    job = build_definitions(config).resolve_job_def(refresh_sources_job.name)
+    report = {"sources": [], "ok": True}
+    with _instance() as instance:
+        known = set(instance.get_dynamic_partitions(source_partitions.name))
+        missing = [name for name in targets if name not in known]
+        if missing:
+            instance.add_dynamic_partitions(source_partitions.name, missing)
+        for source in targets:
+            started = time.perf_counter()
+            result = job.execute_in_process(partition_key=source, instance=instance,
+                                            raise_on_error=False)
+            layers = {}
+            for event in result.get_asset_materialization_events():
+                materialization = event.step_materialization_data.materialization
+                metadata = {key: value.value for key, value in materialization.metadata.items()}
+                layers[materialization.asset_key.to_user_string()] = {
+                    key: metadata.get(key, 0) for key in COUNT_KEYS
+                } | {"rows": metadata.get("dagster/row_count", 0)}
+            checks = [{"check": evaluation.check_name,
+                       "asset": evaluation.asset_key.to_user_string(),
+                       "passed": evaluation.passed,
+                       "severity": evaluation.severity.value}
+                      for evaluation in result.get_asset_check_evaluations()]
+            failed_steps = [event.step_key for event in result.get_step_failure_events()]
+            ok = result.success and all(c["passed"] or c["severity"] == "WARN" for c in checks)
+            report["ok"] &= ok
+            report["sources"].append({
+                "source": source, "ok": ok, "run_id": result.run_id,
+                "seconds": round(time.perf_counter() - started, 2),
+                "layers": layers, "checks": checks, "failed_steps": failed_steps,
+            })
+    return report

@@ -1,0 +1,136 @@
+"""The DuckDB tables of Jarvis, declared once as polars schemas.
+
+The pipeline writes them (through dagster-duckdb) and the query side reads them; both
+take the table layout from here, so the DDL is generated from the polars schemas the
+writers build their frames with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import duckdb
+import polars as pl
+
+_WIKILINK = pl.Struct({"target": pl.Utf8, "heading": pl.Utf8, "block": pl.Utf8,
+                       "alias": pl.Utf8, "embed": pl.Boolean, "line": pl.Int32})
+_LINK = pl.Struct({"url": pl.Utf8, "text": pl.Utf8, "line": pl.Int32,
+                   "image": pl.Boolean, "bare": pl.Boolean})
+_HEADING = pl.Struct({"level": pl.Int32, "text": pl.Utf8, "line": pl.Int32})
+_RELATION = pl.Struct({"subject": pl.Utf8, "relation": pl.Utf8, "object": pl.Utf8,
+                       "line": pl.Int32})
+
+NOTES = pl.Schema({
+    "source": pl.Utf8, "path": pl.Utf8, "note_key": pl.Utf8, "title": pl.Utf8,
+    "size_bytes": pl.Int64, "mtime_ns": pl.Int64, "content_hash": pl.Utf8,
+    "parser_version": pl.Int32, "frontmatter": pl.Utf8, "frontmatter_error": pl.Utf8,
+    "aliases": pl.List(pl.Utf8), "tags": pl.List(pl.Utf8),
+    "wikilinks": pl.List(_WIKILINK), "embeds": pl.List(_WIKILINK), "links": pl.List(_LINK),
+    "headings": pl.List(_HEADING), "block_ids": pl.List(pl.Utf8),
+    "relations": pl.List(_RELATION), "frontmatter_links": pl.Utf8,
+    "created_at": pl.Datetime("us"), "modified_at": pl.Datetime("us"),
+    "body": pl.Utf8, "body_start_line": pl.Int32, "word_count": pl.Int32,
+    "warnings": pl.List(pl.Utf8), "ingested_at": pl.Datetime("us"),
+})
+
+ATTACHMENTS = pl.Schema({
+    "source": pl.Utf8, "path": pl.Utf8, "extension": pl.Utf8,
+    "size_bytes": pl.Int64, "mtime_ns": pl.Int64,
+})
+
+INGEST_FAILURES = pl.Schema({
+    "source": pl.Utf8, "path": pl.Utf8, "reason": pl.Utf8,
+    "size_bytes": pl.Int64, "mtime_ns": pl.Int64, "detected_at": pl.Datetime("us"),
+})
+
+CHUNKS = pl.Schema({
+    "chunk_id": pl.Utf8, "source": pl.Utf8, "source_type": pl.Utf8, "doc_key": pl.Utf8,
+    "path": pl.Utf8, "title": pl.Utf8, "position": pl.Int32,
+    "heading_path": pl.List(pl.Utf8), "text": pl.Utf8, "token_count": pl.Int32,
+    "char_start": pl.Int32, "char_end": pl.Int32, "doc_hash": pl.Utf8,
+})
+
+CHUNKED_DOCUMENTS = pl.Schema({
+    "source": pl.Utf8, "doc_key": pl.Utf8, "path": pl.Utf8, "doc_hash": pl.Utf8,
+    "chunk_config": pl.Utf8, "chunk_count": pl.Int32,
+})
+
+TABLES: dict[str, tuple[pl.Schema, tuple[str, ...]]] = {
+    "notes": (NOTES, ("source", "path")),
+    "attachments": (ATTACHMENTS, ("source", "path")),
+    "ingest_failures": (INGEST_FAILURES, ("source", "path")),
+    "chunks": (CHUNKS, ()),  # uniqueness of chunk_id is an asset check, not a constraint
+    "chunked_documents": (CHUNKED_DOCUMENTS, ("source", "doc_key")),
+}
+
+_SCALARS = {
+    pl.Utf8: "VARCHAR", pl.Int64: "BIGINT", pl.Int32: "INTEGER",
+    pl.Boolean: "BOOLEAN", pl.Float64: "DOUBLE", pl.Float32: "FLOAT",
+}
+
+
+def duckdb_type(dtype: pl.DataType) -> str:
+    if isinstance(dtype, pl.List):
+        return f"{duckdb_type(dtype.inner)}[]"
+    if isinstance(dtype, pl.Struct):
+        fields = ", ".join(f'"{f.name}" {duckdb_type(f.dtype)}' for f in dtype.fields)
+        return f"STRUCT({fields})"
+    if isinstance(dtype, pl.Datetime):
+        return "TIMESTAMP"
+    return _SCALARS[dtype.base_type()]
+
+
+def create_table_sql(name: str) -> str:
+    schema, key = TABLES[name]
+    columns = [f'"{col}" {duckdb_type(dtype)}' for col, dtype in schema.items()]
+    if key:
+        columns.append(f"PRIMARY KEY ({', '.join(key)})")
+    return f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(columns)})"
+
+
+def ensure_schema(conn: duckdb.DuckDBPyConnection) -> None:
+    for name in TABLES:
+        conn.execute(create_table_sql(name))
+
+
+def frame(table: str, rows: Iterable[dict]) -> pl.DataFrame:
+    """Rows as a frame with the table's exact schema (so empty lists keep their types)."""
+    return pl.DataFrame(list(rows), schema=TABLES[table][0], orient="row")
+
+
+def replace_rows(
+    conn: duckdb.DuckDBPyConnection,
+    table: str,
+    *,
+    source: str,
+    remove_paths: Iterable[str] | None,
+    rows: pl.DataFrame,
+) -> None:
+    """Delete a source's rows for ``remove_paths`` (all of them for None), then insert
+    ``rows``, in one transaction so readers never see half a refresh."""
+    remove = pl.DataFrame({"p": sorted(set(remove_paths or ()))}, schema={"p": pl.Utf8})
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        if remove_paths is None:
+            conn.execute(f"DELETE FROM {table} WHERE source = ?", [source])
+        else:
+            conn.register("jarvis_remove", remove.to_arrow())
+            conn.execute(f"DELETE FROM {table} WHERE source = ? AND path IN "
+                         "(SELECT p FROM jarvis_remove)", [source])
+        if rows.height:
+            conn.register("jarvis_rows", rows.to_arrow())
+            conn.execute(f"INSERT INTO {table} BY NAME SELECT * FROM jarvis_rows")
+        conn.execute("COMMIT")
+    except Exception:
+        conn.execute("ROLLBACK")
+        raise
+    finally:
+        for view in ("jarvis_remove", "jarvis_rows"):
+            try:
+                conn.unregister(view)
+            except duckdb.Error:
+                pass
+
+
+def read_frame(conn: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:
+    return conn.execute(sql, params or []).pl()

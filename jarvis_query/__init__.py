@@ -1,0 +1,1 @@
+"""The query side of Jarvis: plain Python over the materialized stores, no Dagster."""

@@ -1,0 +1,43 @@
+"""Shared fixtures: temporary vaults and configurations on disk, never the user's data."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from jarvis_core.config import JarvisConfig, load_config
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_VAULT = PROJECT_ROOT / "sample_data" / "vault"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch):
+    """Tests never read the developer's JARVIS_* settings or write outside tmp dirs."""
+    for name in ("JARVIS_HOME", "JARVIS_CONFIG", "DAGSTER_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def write_config(directory: Path, vaults: dict[str, Path], **settings) -> JarvisConfig:
+    """A jarvis.yaml in ``directory`` naming ``vaults``, with stores under directory/data."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "jarvis.yaml"
+    body = {"data_dir": "data", "vaults": {name: str(p) for name, p in vaults.items()},
+            **settings}
+    path.write_text(yaml.safe_dump(body))
+    return load_config(path)
+
+
+@pytest.fixture
+def sample_vault(tmp_path) -> Path:
+    """A private copy of the shipped sample vault, safe to edit."""
+    target = tmp_path / "vault"
+    shutil.copytree(SAMPLE_VAULT, target, symlinks=True)
+    return target
+
+
+@pytest.fixture
+def sample_config(tmp_path, sample_vault) -> JarvisConfig:
+    return write_config(tmp_path / "project", {"sample": sample_vault})
