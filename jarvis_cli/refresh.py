@@ -15,6 +15,8 @@ from jarvis_core.config import JarvisConfig
 from jarvis_query.status import StoreUnavailable, read_only
 
 COUNT_KEYS = ("new", "changed", "unchanged", "deleted", "failed")
+# Dagster's step-by-step debug log is for the UI; the terminal gets warnings and the summary.
+_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def _instance() -> dg.DagsterInstance:
@@ -49,7 +51,7 @@ def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
         for source in targets:
             started = time.perf_counter()
             result = job.execute_in_process(partition_key=source, instance=instance,
-                                            raise_on_error=False)
+                                            raise_on_error=False, run_config=_QUIET)
             layers = {}
             for event in result.get_asset_materialization_events():
                 materialization = event.step_materialization_data.materialization

@@ -22,13 +22,19 @@ from jarvis_core.models import TokenCounter
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*\s+|[。！？]+[」』”’)]*\s*")
 _NONBLANK_LINE_START = re.compile(r"(?:\r\n?|\n)(?=[^\S\r\n]*\S)")
+_WORD_GAP = re.compile(r"\s+")
 
 _CONTAINER_TOKENS = {"bullet_list_open", "ordered_list_open", "list_item_open", "blockquote_open"}
 _LINE_ORIENTED_TOKENS = {"fence", "code_block", "html_block", "table_open"}
 
 # How an oversized span is cut, each kind naming the kind of its parts: a block into its
-# leaf blocks, prose into sentences, sentences and code into lines, lines into token windows.
-_BLOCK, _PROSE, _CODE, _SENTENCE, _LINE, _WINDOW = "block", "prose", "code", "sentence", "line", "window"
+# leaf blocks, prose into sentences, sentences and code into lines, lines into words, and
+# words into token windows.
+_BLOCK, _PROSE, _CODE, _SENTENCE, _LINE, _WORD, _WINDOW = (
+    "block", "prose", "code", "sentence", "line", "word", "window"
+)
+# Windows are a fraction of the budget so that several pack into a chunk beside the overlap.
+_WINDOWS_PER_CHUNK = 8
 
 
 @dataclass(frozen=True)
@@ -193,17 +199,16 @@ class _DocumentChunker:
             else:
                 pieces.extend(self._split(unit.start, unit.end, _BLOCK, budget))
         chunks: list[tuple[int, int, int]] = []
-        previous: tuple[int, int] | None = None  # the previous chunk's span without its overlap
+        previous: tuple[int, int] | None = None
         first = 0
         while first < len(pieces):
-            overlap = self._overlap(*previous) if previous else None
+            overlap_limit = min(self.overlap_tokens, budget - pieces[first].tokens)
+            overlap = self._overlap(*previous, overlap_limit) if previous else None
             room = budget - (overlap[1] if overlap else 0)
             stop = first
             while stop < len(pieces) and pieces[stop].tokens <= room:
                 room -= pieces[stop].tokens
                 stop += 1
-            if stop == first:
-                overlap, stop = None, first + 1
             while True:
                 start = overlap[0] if overlap else pieces[first].start
                 end = pieces[stop - 1].end
@@ -224,7 +229,7 @@ class _DocumentChunker:
                 )
                 continue
             chunks.append((start, end, token_count))
-            previous = (pieces[first].start, end)
+            previous = (start, end)
             first = stop
         return chunks
 
@@ -259,42 +264,32 @@ class _DocumentChunker:
         elif kind in (_SENTENCE, _CODE):
             cuts = [match.end() for match in _LINE_BREAK.finditer(self.body, start, end)]
             kinds = [_LINE] * (len(cuts) + 1)
+        elif kind == _LINE:
+            cuts = [match.end() for match in _WORD_GAP.finditer(self.body, start, end)]
+            kinds = [_WORD] * (len(cuts) + 1)
         else:
-            cuts = self._window_cuts(start, end, budget)
+            cuts = self._window_cuts(start, end, max(1, budget // _WINDOWS_PER_CHUNK))
             kinds = [_WINDOW] * (len(cuts) + 1)
         bounds = [start, *cuts, end]
         parts = [(span, part_kind) for span, part_kind in zip(map(self._trim, bounds, bounds[1:]), kinds)]
         return [(span[0], span[1], part_kind) for span, part_kind in parts if span]
 
-    def _window_cuts(self, start: int, end: int, budget: int) -> list[int]:
-        """Cuts every ``budget`` tokens, moved back to a space when one is in the second half."""
-        text = self.body[start:end]
-        spans = self.counter.offsets(text)
-        cuts: list[int] = []
-        window_start = 0
-        while len(spans) - window_start > budget:
-            cut = window_start + budget
-            lowest = window_start + max(1, budget // 2)
-            cut = next(
-                (candidate for candidate in range(cut, lowest - 1, -1)
-                 if text[spans[candidate][0] - 1].isspace()),
-                cut,
-            )
-            cuts.append(start + spans[cut][0])
-            window_start = cut
-        return cuts
+    def _window_cuts(self, start: int, end: int, window_tokens: int) -> list[int]:
+        """Cuts at every ``window_tokens``-th token boundary of a span with no spaces left."""
+        spans = self.counter.offsets(self.body[start:end])
+        return [start + spans[index][0] for index in range(window_tokens, len(spans), window_tokens)]
 
-    def _overlap(self, new_start: int, end: int) -> tuple[int, int] | None:
-        """Where to restart for the previous chunk's last ~overlap_tokens, and how many tokens.
+    def _overlap(self, start: int, end: int, limit: int) -> tuple[int, int] | None:
+        """Where to restart to repeat the previous chunk's last tokens (at most ``limit``), and how many.
 
         Whole sentences or lines when the last one is short enough, else a token tail; never
-        the whole of the previous chunk, which would only repeat it.
+        the whole previous chunk, which would only repeat it.
         """
-        if self.overlap_tokens <= 0:
+        if limit <= 0:
             return None
-        text = self.body[new_start:end]
+        text = self.body[start:end]
         spans = self.counter.offsets(text)
-        if len(spans) <= self.overlap_tokens:
+        if len(spans) <= limit:
             return None
         token_starts = [span[0] for span in spans]
         boundaries = sorted(
@@ -303,14 +298,14 @@ class _DocumentChunker:
         )
         for boundary in boundaries:
             tail_tokens = len(spans) - bisect_left(token_starts, boundary)
-            if 0 < tail_tokens <= self.overlap_tokens:
-                return new_start + boundary, tail_tokens
-        first_token = len(spans) - self.overlap_tokens
+            if 0 < tail_tokens <= limit:
+                return start + boundary, tail_tokens
+        first_token = len(spans) - limit
         first_token = next(
             (index for index in range(first_token, len(spans)) if text[spans[index][0] - 1].isspace()),
             first_token,
         )
-        return new_start + spans[first_token][0], len(spans) - first_token
+        return start + spans[first_token][0], len(spans) - first_token
 
     def _trim(self, start: int, end: int) -> tuple[int, int] | None:
         """The span without surrounding blank space, keeping a first line's indentation."""

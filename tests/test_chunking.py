@@ -1,0 +1,321 @@
+"""Chunking against the real all-MiniLM-L6-v2 tokenizer: limits, headings, overlap, ids."""
+
+import base64
+import hashlib
+import os
+import random
+import time
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from jarvis_core.chunking import Chunk, chunk_document, chunk_id, embedding_text  # noqa: E402
+from jarvis_core.models import token_counter  # noqa: E402
+
+DOC_KEY = "note:sample/Projects/Lumen/Ingest API.md"
+WORDS = ("ingest retries backoff queue worker lease timeout idempotent payload schema "
+         "vector index shard replica cursor batch window").split()
+
+
+@pytest.fixture(scope="module")
+def counter():
+    return token_counter("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="module")
+def small_counter():
+    return token_counter("all-MiniLM-L6-v2", max_tokens=64)
+
+
+def chunk(body, counter, title="Ingest API", doc_key=DOC_KEY, **kwargs) -> list[Chunk]:
+    return chunk_document(body, title=title, doc_key=doc_key, counter=counter, **kwargs)
+
+
+def assert_valid_chunks(chunks, body, counter, title="Ingest API"):
+    """Every invariant a consumer relies on, checked with the real tokenizer."""
+    assert chunks
+    assert [c.position for c in chunks] == list(range(len(chunks)))
+    assert [c.token_count for c in chunks] == counter.count([c.embed_text for c in chunks])
+    covered = set()
+    for c in chunks:
+        assert c.token_count <= counter.max_tokens
+        assert c.text.strip()
+        assert c.text == body[c.char_start:c.char_end]
+        assert c.embed_text == embedding_text(title, c.heading_path, c.text)
+        covered.update(range(c.char_start, c.char_end))
+    uncovered = [i for i, char in enumerate(body) if not char.isspace() and i not in covered]
+    assert not uncovered, f"text left out of every chunk near {body[uncovered[0]:uncovered[0] + 40]!r}"
+
+
+def sentences(count, seed=0):
+    rng = random.Random(seed)
+    return " ".join(
+        " ".join(rng.choice(WORDS) for _ in range(8)).capitalize() + "." for _ in range(count)
+    )
+
+
+def same_section_pairs(chunks):
+    return [(a, b) for a, b in zip(chunks, chunks[1:]) if a.heading_path == b.heading_path]
+
+
+def test_embedding_text_puts_title_and_headings_on_one_line():
+    assert embedding_text("Ingest API", ("Ingest API", "Retries"), "body") == "Ingest API > Retries\n\nbody"
+    assert embedding_text("Ingest API", ("Retries",), "body") == "Ingest API > Retries\n\nbody"
+    assert embedding_text("Lumen", ("Ingest API",), "body") == "Lumen > Ingest API\n\nbody"
+    assert embedding_text("", (), "body") == "body"
+    assert embedding_text("Two\nlines", (), "body") == "Two lines\n\nbody"
+
+
+def test_chunk_id_follows_the_documented_formula():
+    expected = hashlib.sha256(
+        f"{DOC_KEY}\x1fIngest API > Retries\x1fsome text\x1f3".encode()
+    ).hexdigest()[:32]
+    assert chunk_id(DOC_KEY, ("Ingest API", "Retries"), "some text", 3) == expected
+
+
+@pytest.mark.parametrize("body", ["", "   ", "\n\n\t \n", "\r\n"])
+def test_blank_body_has_no_chunks(body, counter):
+    assert chunk(body, counter) == []
+
+
+def test_small_note_is_one_chunk_of_the_whole_body(counter):
+    body = "\nFirst paragraph.\n\nSecond paragraph.\n\n- a list\n- of items\n\n"
+    chunks = chunk(body, counter)
+    assert len(chunks) == 1
+    assert chunks[0].text == body.strip()
+    assert chunks[0].heading_path == ()
+    assert chunks[0].embed_text == "Ingest API\n\n" + body.strip()
+    assert_valid_chunks(chunks, body, counter)
+
+
+def test_heading_paths_follow_nested_and_setext_headings(counter):
+    body = (
+        "Preamble before any heading.\n\n"
+        "# Ingest API\n\nOverview.\n\n"
+        "## Retries\n\nRetry text.\n\n"
+        "### Backoff\n\nBackoff text.\n\n"
+        "## Limits\n\nLimits text.\n\n"
+        "Storage **layer**\n=================\n\nStorage text.\n\n"
+        "Sharding\n--------\n\nShard text.\n"
+    )
+    chunks = chunk(body, counter)
+    assert [(c.heading_path, c.text) for c in chunks] == [
+        ((), "Preamble before any heading."),
+        (("Ingest API",), "# Ingest API\n\nOverview."),
+        (("Ingest API", "Retries"), "## Retries\n\nRetry text."),
+        (("Ingest API", "Retries", "Backoff"), "### Backoff\n\nBackoff text."),
+        (("Ingest API", "Limits"), "## Limits\n\nLimits text."),
+        (("Storage layer",), "Storage **layer**\n=================\n\nStorage text."),
+        (("Storage layer", "Sharding"), "Sharding\n--------\n\nShard text."),
+    ]
+    assert chunks[2].embed_text == "Ingest API > Retries\n\n## Retries\n\nRetry text."
+    assert_valid_chunks(chunks, body, counter)
+
+
+def test_hash_lines_inside_a_fence_are_not_headings(counter):
+    body = "# Setup\n\n```bash\n# install the tools\npip install jarvis\n```\n\nAfter the fence.\n"
+    chunks = chunk(body, counter)
+    assert len(chunks) == 1
+    assert chunks[0].heading_path == ("Setup",)
+    assert "# install the tools" in chunks[0].text
+    assert_valid_chunks(chunks, body, counter)
+
+
+def test_blocks_are_packed_whole(small_counter):
+    paragraphs = [" ".join(WORDS[i:i + 6]) + f" item{i}." for i in range(12)]
+    body = "\n\n".join(paragraphs)
+    chunks = chunk(body, small_counter, overlap_tokens=0)
+    assert len(chunks) > 1
+    assert_valid_chunks(chunks, body, small_counter)
+    for c in chunks:
+        assert c.text.split("\n\n")[0] in paragraphs, "a chunk starts inside a paragraph"
+        assert c.text.split("\n\n")[-1] in paragraphs, "a chunk ends inside a paragraph"
+    assert all(len(c.text.split("\n\n")) > 1 for c in chunks[:-1]), "blocks were not packed together"
+
+
+def test_long_section_overlaps_consecutive_chunks(small_counter):
+    body = "# Retries\n\n" + sentences(60)
+    chunks = chunk(body, small_counter)
+    assert len(chunks) > 3
+    assert_valid_chunks(chunks, body, small_counter)
+    for previous, current in same_section_pairs(chunks):
+        assert current.char_start < previous.char_end
+        shared = body[current.char_start:previous.char_end]
+        assert previous.text.endswith(shared) and current.text.startswith(shared)
+        assert 0 < small_counter.count([shared])[0] - 2 <= 32
+        assert shared[0].isupper() and shared.endswith("."), "overlap should be whole sentences"
+
+
+def test_overlap_zero_gives_disjoint_chunks(small_counter):
+    body = "# Retries\n\n" + sentences(60)
+    chunks = chunk(body, small_counter, overlap_tokens=0)
+    assert len(chunks) > 3
+    assert all(b.char_start >= a.char_end for a, b in zip(chunks, chunks[1:]))
+    assert_valid_chunks(chunks, body, small_counter)
+
+
+def test_no_overlap_across_sections(small_counter):
+    body = "# First\n\n" + sentences(30, seed=1) + "\n\n# Second\n\n" + sentences(30, seed=2)
+    chunks = chunk(body, small_counter)
+    assert_valid_chunks(chunks, body, small_counter)
+    boundaries = [(a, b) for a, b in zip(chunks, chunks[1:]) if a.heading_path != b.heading_path]
+    assert len(boundaries) == 1
+    last_of_first, first_of_second = boundaries[0]
+    assert first_of_second.char_start >= last_of_first.char_end
+    assert first_of_second.text.startswith("# Second")
+    assert same_section_pairs(chunks) and all(
+        b.char_start < a.char_end for a, b in same_section_pairs(chunks)
+    )
+
+
+def test_huge_paragraph_without_sentence_breaks(counter, small_counter):
+    rng = random.Random(7)
+    body = "# Dump\n\n" + " ".join(rng.choice(WORDS) for _ in range(3000))
+    for each_counter in (counter, small_counter):
+        chunks = chunk(body, each_counter)
+        assert len(chunks) > 3
+        assert_valid_chunks(chunks, body, each_counter)
+        assert all(c.token_count > each_counter.max_tokens // 2 for c in chunks[:-1]), "chunks underfilled"
+        for c in chunks:
+            assert c.char_end == len(body) or body[c.char_end] == " ", "window cut inside a word"
+
+
+def test_huge_code_fence_splits_on_lines(small_counter):
+    code = "\n".join(f"    result_{i} = compute(value_{i}, retries={i % 5})  # step {i}" for i in range(200))
+    body = f"# Code\n\n```python\n{code}\n```\n"
+    chunks = chunk(body, small_counter)
+    assert len(chunks) > 10
+    assert_valid_chunks(chunks, body, small_counter)
+    for c in chunks:
+        assert c.char_start == 0 or body[c.char_start - 1] == "\n", "chunk starts mid-line"
+        assert body[c.char_end] == "\n", "chunk ends mid-line"
+
+
+def test_huge_table_splits_on_rows(small_counter):
+    rows = "\n".join(f"| shard-{i} | replica {i % 3} | {i * 17} documents |" for i in range(300))
+    body = f"# Shards\n\n| shard | replica | size |\n|---|---|---|\n{rows}\n\nAfter the table.\n"
+    chunks = chunk(body, small_counter)
+    assert len(chunks) > 10
+    assert_valid_chunks(chunks, body, small_counter)
+    for c in chunks:
+        assert c.char_start == 0 or body[c.char_start - 1] == "\n"
+        assert body[c.char_end] == "\n"
+
+
+def test_very_long_single_word(small_counter, counter):
+    blob = base64.b64encode(random.Random(3).randbytes(3750)).decode()
+    assert len(blob) == 5000
+    body = f"# Attachment\n\nInline data:\n\n{blob}\n\nDone.\n"
+    for each_counter in (counter, small_counter):
+        chunks = chunk(body, each_counter)
+        assert len(chunks) > 3
+        assert_valid_chunks(chunks, body, each_counter)
+
+
+def test_long_heading_path_still_leaves_room_for_text(small_counter):
+    long_heading = " ".join(f"word{i}" for i in range(80))
+    body = f"# {long_heading}\n\n{sentences(10)}"
+    chunks = chunk(body, small_counter, title="")
+    assert all(c.token_count <= small_counter.max_tokens for c in chunks)
+    assert [c.token_count for c in chunks] == small_counter.count([c.embed_text for c in chunks])
+    assert all(c.text.strip() for c in chunks)
+    assert all(c.heading_path == (long_heading,) for c in chunks)
+
+
+class SuperAdditiveCounter:
+    """The real tokenizer, but long texts cost extra, as joins can with other tokenizers."""
+
+    def __init__(self, counter):
+        self.counter = counter
+        self.max_tokens = counter.max_tokens
+
+    def count(self, texts):
+        return [n + len(text) // 50 for n, text in zip(self.counter.count(texts), texts)]
+
+    def offsets(self, text):
+        return self.counter.offsets(text)
+
+
+def test_chunks_are_recut_when_joined_text_counts_more_than_its_parts(small_counter):
+    counter = SuperAdditiveCounter(small_counter)
+    body = "# Retries\n\n" + sentences(40) + "\n\n" + "x" * 300 + "\n\n" + sentences(5, seed=4)
+    chunks = chunk(body, counter)
+    assert len(chunks) > 5
+    assert_valid_chunks(chunks, body, counter)
+
+
+def test_unicode_cjk_and_emoji(small_counter):
+    cjk = "".join(f"数据管道第{i}步处理笔记和代码。" for i in range(60))
+    emoji = " ".join(["🚀 launch ✅ done 👩‍💻 dev"] * 40)
+    body = f"# 概要 🚀\n\n{cjk}\n\n## Emoji 😀\n\n{emoji}\n"
+    chunks = chunk(body, small_counter)
+    assert_valid_chunks(chunks, body, small_counter)
+    assert {c.heading_path for c in chunks} == {("概要 🚀",), ("概要 🚀", "Emoji 😀")}
+    cjk_chunks = [c for c in chunks if c.heading_path == ("概要 🚀",)]
+    assert len(cjk_chunks) > 2
+    assert all(c.text.endswith("。") for c in cjk_chunks), "CJK text should split after full stops"
+
+
+def test_crlf_body_offsets_are_slices(small_counter):
+    body = "# Title\r\n\r\nFirst para.\r\n\r\n## Sub\r\n\r\n" + sentences(20) + "\r\n"
+    chunks = chunk(body, small_counter)
+    assert_valid_chunks(chunks, body, small_counter)
+    assert {c.heading_path for c in chunks} == {("Title",), ("Title", "Sub")}
+
+
+def test_link_reference_definitions_are_kept(counter):
+    body = "[docs]: https://example.com/docs\n\n# Notes\n\nSee [docs].\n\n[spec]: https://example.com/spec\n"
+    chunks = chunk(body, counter)
+    assert_valid_chunks(chunks, body, counter)
+    assert chunks[0].heading_path == () and "example.com/docs" in chunks[0].text
+
+
+def test_ids_are_stable_and_local_to_the_edited_section(small_counter):
+    body = "# A\n\n" + sentences(20, seed=1) + "\n\n# B\n\n" + sentences(20, seed=2) + "\n\n# C\n\nShort.\n"
+    first = chunk(body, small_counter)
+    assert [c.chunk_id for c in first] == [c.chunk_id for c in chunk(body, small_counter)]
+    assert len({c.chunk_id for c in first}) == len(first)
+
+    edited = body.replace("# B\n\n", "# B\n\nA new opening sentence. ")
+    second = chunk(edited, small_counter)
+    ids_by_section = lambda chunks, path: [c.chunk_id for c in chunks if c.heading_path == path]  # noqa: E731
+    assert ids_by_section(second, ("A",)) == ids_by_section(first, ("A",))
+    assert ids_by_section(second, ("C",)) == ids_by_section(first, ("C",))
+    assert ids_by_section(second, ("B",))[0] not in ids_by_section(first, ("B",))
+
+    prepended = chunk("# New\n\nInserted first.\n\n" + body, small_counter)
+    assert {c.chunk_id for c in first} <= {c.chunk_id for c in prepended}, "ids must not depend on position"
+
+    moved = chunk(body, small_counter, doc_key="note:sample/Other.md")
+    assert not {c.chunk_id for c in moved} & {c.chunk_id for c in first}
+
+
+def test_repeated_paragraphs_get_distinct_ids(small_counter):
+    paragraph = ("Remember to rotate the ingest credentials, the queue tokens and the vector index "
+                 "keys before the quarterly audit begins, and tell the on-call engineer when done.")
+    assert 64 // 2 < small_counter.count([paragraph])[0] < 64 - 10  # one paragraph per chunk
+    body = "# Notes\n\n" + "\n\n".join([paragraph] * 7) + "\n\n# Other\n\n" + paragraph
+    chunks = chunk(body, small_counter, overlap_tokens=0)
+    assert_valid_chunks(chunks, body, small_counter)
+    under_notes = [c for c in chunks if c.heading_path == ("Notes",)]
+    repeated_text = under_notes[1].text
+    repeats = [c for c in under_notes if c.text == repeated_text]
+    assert len(repeats) == 6
+    assert [c.chunk_id for c in repeats] == [
+        chunk_id(DOC_KEY, ("Notes",), repeated_text, occurrence) for occurrence in range(len(repeats))
+    ]
+    assert len({c.chunk_id for c in chunks}) == len(chunks)
+
+
+def test_large_note_is_fast(counter):
+    rng = random.Random(11)
+    parts = []
+    while sum(map(len, parts)) < 100_000:
+        parts.append(f"## Section {len(parts)}\n\n{sentences(rng.randint(5, 40), seed=len(parts))}\n")
+        parts.append("```\n" + "\n".join(f"line {i}" for i in range(rng.randint(1, 60))) + "\n```\n")
+    body = "\n".join(parts)
+    started = time.perf_counter()
+    chunks = chunk(body, counter)
+    assert time.perf_counter() - started < 1.0
+    assert_valid_chunks(chunks, body, counter)
