@@ -78,12 +78,10 @@ def chunks_within_token_limit(context: dg.AssetCheckExecutionContext,
     counter = token_counter(config.embedding.model, config.chunking.max_tokens)
     with duckdb.get_connection() as conn:
         rows = store.read_frame(
-            conn, "SELECT chunk_id, path, title, heading_path, text, token_count FROM chunks "
+            conn, "SELECT chunk_id, path, context, text, token_count FROM chunks "
                   "WHERE list_contains(?, source)", [_sources_in_scope(context, jarvis)])
-    recounted = counter.count([
-        embedding_text(title, tuple(heading_path), text)
-        for title, heading_path, text in rows.select("title", "heading_path", "text").iter_rows()
-    ])
+    recounted = counter.count([embedding_text(chunk_context, text) for chunk_context, text
+                               in rows.select("context", "text").iter_rows()])
     over = [{"path": path, "chunk_id": chunk_id, "tokens": tokens}
             for (chunk_id, path), tokens in zip(rows.select("chunk_id", "path").iter_rows(),
                                                 recounted)

@@ -5,7 +5,7 @@ that is even one token too long loses text without notice. Every chunk's embed t
 therefore measured with the model's own tokenizer, and cut again when a join pushed it over.
 
 Chunks are slices of the body: sections split at headings, whole blocks packed greedily,
-and only blocks too big on their own cut finer (sentences, lines, then token windows).
+and only blocks too big on their own cut finer (sentences, lines, words, token windows).
 """
 
 from __future__ import annotations
@@ -42,16 +42,20 @@ class Chunk:
     position: int
     heading_path: tuple[str, ...]
     text: str
-    embed_text: str
+    context: str  # the "title > headings" line embedded before the text (cut if very long)
     token_count: int
     char_start: int
     char_end: int
     chunk_id: str
 
+    @property
+    def embed_text(self) -> str:
+        return embedding_text(self.context, self.text)
 
-def embedding_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
+
+def embedding_text(context: str, text: str) -> str:
     """The text to embed: where the chunk sits (title > headings) gives it context."""
-    return _with_header(context_header(title, heading_path), text)
+    return f"{context}\n\n{text}" if context else text
 
 
 def context_header(title: str, heading_path: tuple[str, ...]) -> str:
@@ -81,7 +85,7 @@ def chunk_document(
                 position=len(chunks),
                 heading_path=heading_path,
                 text=text,
-                embed_text=_with_header(header, text),
+                context=header,
                 token_count=token_count,
                 char_start=start,
                 char_end=end,
@@ -94,10 +98,6 @@ def chunk_id(doc_key: str, heading_path: tuple[str, ...], text: str, occurrence:
     """Content-addressed so edits elsewhere in the note leave this id alone."""
     key = "\x1f".join((doc_key, " > ".join(heading_path), text, str(occurrence)))
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
-
-
-def _with_header(header: str, text: str) -> str:
-    return f"{header}\n\n{text}" if header else text
 
 
 def _one_line(text: str) -> str:
@@ -144,7 +144,7 @@ class _DocumentChunker:
         return self.line_starts[line] if line < len(self.line_starts) else len(self.body)
 
     def _read_blocks(self) -> None:
-        """Top-level blocks start units; leaf blocks at any depth are where big blocks may be cut."""
+        """Top-level blocks start units; leaf blocks at any depth are where big ones are cut."""
         tokens = new_markdown_parser().parse(self.body)
         in_table = False
         for index, token in enumerate(tokens):
@@ -162,7 +162,7 @@ class _DocumentChunker:
                 self.leaf_kinds.append(_CODE if token.type in _LINE_ORIENTED_TOKENS else _PROSE)
             in_table = token.type == "table_open"
         if not self.unit_starts or self.body[: self.unit_starts[0]].strip():
-            self.unit_starts.insert(0, 0)  # text markdown-it keeps no block for, e.g. link references
+            self.unit_starts.insert(0, 0)  # text with no block of its own, e.g. link references
 
     def sections(self) -> list[tuple[tuple[str, ...], list[_Unit]]]:
         """Units grouped by heading, each group with its heading path (outermost first)."""
@@ -175,7 +175,8 @@ class _DocumentChunker:
         for (unit_start, (start, end)), tokens in zip(units, counts):
             if unit_start in self.headings:
                 level, text = self.headings[unit_start]
-                open_headings = [*(heading for heading in open_headings if heading[0] < level), (level, text)]
+                outer = [heading for heading in open_headings if heading[0] < level]
+                open_headings = [*outer, (level, text)]
                 sections.append((tuple(text for _, text in open_headings if text), []))
             sections[-1][1].append(_Unit(start, end, tokens))
         return [section for section in sections if section[1]]
@@ -212,7 +213,7 @@ class _DocumentChunker:
             while True:
                 start = overlap[0] if overlap else pieces[first].start
                 end = pieces[stop - 1].end
-                token_count = self.counter.count([_with_header(header, self.body[start:end])])[0]
+                token_count = self.counter.count([embedding_text(header, self.body[start:end])])[0]
                 if token_count <= self.counter.max_tokens:
                     break
                 if stop - first > 1:
@@ -250,7 +251,9 @@ class _DocumentChunker:
                 pieces.extend(self._split(part_start, part_end, part_kind, budget))
         return pieces
 
-    def _segments(self, start: int, end: int, kind: str, budget: int) -> list[tuple[int, int, str]]:
+    def _segments(
+        self, start: int, end: int, kind: str, budget: int
+    ) -> list[tuple[int, int, str]]:
         """The span cut one level finer, as trimmed (start, end, kind) parts covering it."""
         if kind == _BLOCK:
             first_leaf = bisect_right(self.leaf_starts, start)
@@ -271,19 +274,20 @@ class _DocumentChunker:
             cuts = self._window_cuts(start, end, max(1, budget // _WINDOWS_PER_CHUNK))
             kinds = [_WINDOW] * (len(cuts) + 1)
         bounds = [start, *cuts, end]
-        parts = [(span, part_kind) for span, part_kind in zip(map(self._trim, bounds, bounds[1:]), kinds)]
-        return [(span[0], span[1], part_kind) for span, part_kind in parts if span]
+        spans = map(self._trim, bounds, bounds[1:])
+        return [(span[0], span[1], part_kind) for span, part_kind in zip(spans, kinds) if span]
 
     def _window_cuts(self, start: int, end: int, window_tokens: int) -> list[int]:
         """Cuts at every ``window_tokens``-th token boundary of a span with no spaces left."""
         spans = self.counter.offsets(self.body[start:end])
-        return [start + spans[index][0] for index in range(window_tokens, len(spans), window_tokens)]
+        return [start + spans[index][0]
+                for index in range(window_tokens, len(spans), window_tokens)]
 
     def _overlap(self, start: int, end: int, limit: int) -> tuple[int, int] | None:
-        """Where to restart to repeat the previous chunk's last tokens (at most ``limit``), and how many.
+        """Where to start so as to repeat the previous chunk's last tokens (at most ``limit``).
 
-        Whole sentences or lines when the last one is short enough, else a token tail; never
-        the whole previous chunk, which would only repeat it.
+        Returns (start, tokens repeated): whole sentences or lines when the last one is short
+        enough, else a token tail; never the whole previous chunk, which would only repeat it.
         """
         if limit <= 0:
             return None
@@ -302,7 +306,8 @@ class _DocumentChunker:
                 return start + boundary, tail_tokens
         first_token = len(spans) - limit
         first_token = next(
-            (index for index in range(first_token, len(spans)) if text[spans[index][0] - 1].isspace()),
+            (index for index in range(first_token, len(spans))
+             if text[spans[index][0] - 1].isspace()),
             first_token,
         )
         return start + spans[first_token][0], len(spans) - first_token
@@ -317,7 +322,8 @@ class _DocumentChunker:
             first_visible += 1
         if first_visible == end:
             return None
-        last_break = max(body.rfind("\n", start, first_visible), body.rfind("\r", start, first_visible))
+        last_break = max(body.rfind("\n", start, first_visible),
+                         body.rfind("\r", start, first_visible))
         if last_break >= 0:
             return last_break + 1, end
         at_line_start = start == 0 or body[start - 1] in "\r\n"

@@ -112,7 +112,7 @@ def plan_chunks(source: str, documents: list[Document], new_paths: set[str],
             "chunk_id": chunk.chunk_id, "source": source, "source_type": doc.source_type,
             "doc_key": doc.doc_key, "path": doc.path, "title": doc.title,
             "position": chunk.position, "heading_path": list(chunk.heading_path),
-            "text": chunk.text, "token_count": chunk.token_count,
+            "context": chunk.context, "text": chunk.text, "token_count": chunk.token_count,
             "char_start": chunk.char_start, "char_end": chunk.char_end,
             "doc_hash": doc.doc_hash,
         } for chunk in chunks)

@@ -46,7 +46,8 @@ INGEST_FAILURES = pl.Schema({
 CHUNKS = pl.Schema({
     "chunk_id": pl.Utf8, "source": pl.Utf8, "source_type": pl.Utf8, "doc_key": pl.Utf8,
     "path": pl.Utf8, "title": pl.Utf8, "position": pl.Int32,
-    "heading_path": pl.List(pl.Utf8), "text": pl.Utf8, "token_count": pl.Int32,
+    "heading_path": pl.List(pl.Utf8), "context": pl.Utf8, "text": pl.Utf8,
+    "token_count": pl.Int32,
     "char_start": pl.Int32, "char_end": pl.Int32, "doc_hash": pl.Utf8,
 })
 

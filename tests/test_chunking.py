@@ -2,16 +2,13 @@
 
 import base64
 import hashlib
-import os
 import random
 import time
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-from jarvis_core.chunking import Chunk, chunk_document, chunk_id, embedding_text  # noqa: E402
-from jarvis_core.models import token_counter  # noqa: E402
+from jarvis_core.chunking import Chunk, chunk_document, chunk_id, context_header, embedding_text
+from jarvis_core.models import token_counter
 
 DOC_KEY = "note:sample/Projects/Lumen/Ingest API.md"
 WORDS = ("ingest retries backoff queue worker lease timeout idempotent payload schema "
@@ -42,10 +39,10 @@ def assert_valid_chunks(chunks, body, counter, title="Ingest API"):
         assert c.token_count <= counter.max_tokens
         assert c.text.strip()
         assert c.text == body[c.char_start:c.char_end]
-        assert c.embed_text == embedding_text(title, c.heading_path, c.text)
+        assert c.embed_text == embedding_text(context_header(title, c.heading_path), c.text)
         covered.update(range(c.char_start, c.char_end))
     uncovered = [i for i, char in enumerate(body) if not char.isspace() and i not in covered]
-    assert not uncovered, f"text left out of every chunk near {body[uncovered[0]:uncovered[0] + 40]!r}"
+    assert not uncovered, f"left out of every chunk: {body[uncovered[0]:uncovered[0] + 40]!r}"
 
 
 def sentences(count, seed=0):
@@ -55,16 +52,21 @@ def sentences(count, seed=0):
     )
 
 
+def ids_in_section(chunks, heading_path):
+    return [c.chunk_id for c in chunks if c.heading_path == heading_path]
+
+
 def same_section_pairs(chunks):
     return [(a, b) for a, b in zip(chunks, chunks[1:]) if a.heading_path == b.heading_path]
 
 
 def test_embedding_text_puts_title_and_headings_on_one_line():
-    assert embedding_text("Ingest API", ("Ingest API", "Retries"), "body") == "Ingest API > Retries\n\nbody"
-    assert embedding_text("Ingest API", ("Retries",), "body") == "Ingest API > Retries\n\nbody"
-    assert embedding_text("Lumen", ("Ingest API",), "body") == "Lumen > Ingest API\n\nbody"
-    assert embedding_text("", (), "body") == "body"
-    assert embedding_text("Two\nlines", (), "body") == "Two lines\n\nbody"
+    expected = "Ingest API > Retries\n\nbody"
+    assert embedding_text(context_header("Ingest API", ("Ingest API", "Retries")), "body") == expected
+    assert embedding_text(context_header("Ingest API", ("Retries",)), "body") == expected
+    assert embedding_text(context_header("Lumen", ("Ingest API",)), "body") == "Lumen > Ingest API\n\nbody"
+    assert embedding_text(context_header("", ()), "body") == "body"
+    assert embedding_text(context_header("Two\nlines", ()), "body") == "Two lines\n\nbody"
 
 
 def test_chunk_id_follows_the_documented_formula():
@@ -131,7 +133,7 @@ def test_blocks_are_packed_whole(small_counter):
     for c in chunks:
         assert c.text.split("\n\n")[0] in paragraphs, "a chunk starts inside a paragraph"
         assert c.text.split("\n\n")[-1] in paragraphs, "a chunk ends inside a paragraph"
-    assert all(len(c.text.split("\n\n")) > 1 for c in chunks[:-1]), "blocks were not packed together"
+    assert all(len(c.text.split("\n\n")) > 1 for c in chunks[:-1]), "blocks were not packed"
 
 
 def test_long_section_overlaps_consecutive_chunks(small_counter):
@@ -176,13 +178,15 @@ def test_huge_paragraph_without_sentence_breaks(counter, small_counter):
         chunks = chunk(body, each_counter)
         assert len(chunks) > 3
         assert_valid_chunks(chunks, body, each_counter)
-        assert all(c.token_count > each_counter.max_tokens // 2 for c in chunks[:-1]), "chunks underfilled"
+        assert all(c.token_count > each_counter.max_tokens // 2 for c in chunks[:-1]), "underfilled"
         for c in chunks:
             assert c.char_end == len(body) or body[c.char_end] == " ", "window cut inside a word"
 
 
 def test_huge_code_fence_splits_on_lines(small_counter):
-    code = "\n".join(f"    result_{i} = compute(value_{i}, retries={i % 5})  # step {i}" for i in range(200))
+    code = "\n".join(
+        f"    result_{i} = compute(value_{i}, retries={i % 5})  # step {i}" for i in range(200)
+    )
     body = f"# Code\n\n```python\n{code}\n```\n"
     chunks = chunk(body, small_counter)
     assert len(chunks) > 10
@@ -265,27 +269,28 @@ def test_crlf_body_offsets_are_slices(small_counter):
 
 
 def test_link_reference_definitions_are_kept(counter):
-    body = "[docs]: https://example.com/docs\n\n# Notes\n\nSee [docs].\n\n[spec]: https://example.com/spec\n"
+    body = ("[docs]: https://example.com/docs\n\n# Notes\n\nSee [docs].\n\n"
+            "[spec]: https://example.com/spec\n")
     chunks = chunk(body, counter)
     assert_valid_chunks(chunks, body, counter)
     assert chunks[0].heading_path == () and "example.com/docs" in chunks[0].text
 
 
 def test_ids_are_stable_and_local_to_the_edited_section(small_counter):
-    body = "# A\n\n" + sentences(20, seed=1) + "\n\n# B\n\n" + sentences(20, seed=2) + "\n\n# C\n\nShort.\n"
+    body = (f"# A\n\n{sentences(20, seed=1)}\n\n# B\n\n{sentences(20, seed=2)}\n\n"
+            "# C\n\nShort.\n")
     first = chunk(body, small_counter)
     assert [c.chunk_id for c in first] == [c.chunk_id for c in chunk(body, small_counter)]
     assert len({c.chunk_id for c in first}) == len(first)
 
     edited = body.replace("# B\n\n", "# B\n\nA new opening sentence. ")
     second = chunk(edited, small_counter)
-    ids_by_section = lambda chunks, path: [c.chunk_id for c in chunks if c.heading_path == path]  # noqa: E731
-    assert ids_by_section(second, ("A",)) == ids_by_section(first, ("A",))
-    assert ids_by_section(second, ("C",)) == ids_by_section(first, ("C",))
-    assert ids_by_section(second, ("B",))[0] not in ids_by_section(first, ("B",))
+    assert ids_in_section(second, ("A",)) == ids_in_section(first, ("A",))
+    assert ids_in_section(second, ("C",)) == ids_in_section(first, ("C",))
+    assert ids_in_section(second, ("B",))[0] not in ids_in_section(first, ("B",))
 
     prepended = chunk("# New\n\nInserted first.\n\n" + body, small_counter)
-    assert {c.chunk_id for c in first} <= {c.chunk_id for c in prepended}, "ids must not depend on position"
+    assert {c.chunk_id for c in first} <= {c.chunk_id for c in prepended}, "ids depend on position"
 
     moved = chunk(body, small_counter, doc_key="note:sample/Other.md")
     assert not {c.chunk_id for c in moved} & {c.chunk_id for c in first}
@@ -303,7 +308,7 @@ def test_repeated_paragraphs_get_distinct_ids(small_counter):
     repeats = [c for c in under_notes if c.text == repeated_text]
     assert len(repeats) == 6
     assert [c.chunk_id for c in repeats] == [
-        chunk_id(DOC_KEY, ("Notes",), repeated_text, occurrence) for occurrence in range(len(repeats))
+        chunk_id(DOC_KEY, ("Notes",), repeated_text, occurrence) for occurrence in range(6)
     ]
     assert len({c.chunk_id for c in chunks}) == len(chunks)
 
@@ -312,8 +317,9 @@ def test_large_note_is_fast(counter):
     rng = random.Random(11)
     parts = []
     while sum(map(len, parts)) < 100_000:
-        parts.append(f"## Section {len(parts)}\n\n{sentences(rng.randint(5, 40), seed=len(parts))}\n")
-        parts.append("```\n" + "\n".join(f"line {i}" for i in range(rng.randint(1, 60))) + "\n```\n")
+        prose = sentences(rng.randint(5, 40), seed=len(parts))
+        code = "\n".join(f"line {i}" for i in range(rng.randint(1, 60)))
+        parts.append(f"## Section {len(parts)}\n\n{prose}\n\n```\n{code}\n```\n")
     body = "\n".join(parts)
     started = time.perf_counter()
     chunks = chunk(body, counter)
