@@ -14,10 +14,11 @@ import re
 import threading
 import unicodedata
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import PurePosixPath
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 from markdown_it import MarkdownIt
@@ -88,7 +89,9 @@ def parse_note(text: str, *, path: str) -> ParsedNote:
     """Parse one note; never raises, odd input just yields fewer facts."""
     text = text.removeprefix("\ufeff")
     yaml_text, body, body_start_line = _split_frontmatter(text)
-    frontmatter, frontmatter_error = _load_frontmatter(yaml_text) if yaml_text is not None else ({}, None)
+    frontmatter, frontmatter_error = {}, None
+    if yaml_text is not None:
+        frontmatter, frontmatter_error = _load_frontmatter(yaml_text)
     note = ParsedNote(
         title=_title(frontmatter, path),
         frontmatter=frontmatter,
@@ -123,7 +126,7 @@ _MAX_FRONTMATTER_VALUES = 100_000
 _MAX_FRONTMATTER_DEPTH = 64
 
 
-class _FrontmatterTooComplex(ValueError):
+class _FrontmatterTooComplex(Exception):
     """Frontmatter that would expand into too many or too deeply nested values."""
 
 
@@ -151,8 +154,9 @@ def _load_frontmatter(yaml_text: str) -> tuple[dict, str | None]:
         data = _json_safe(yaml.load(yaml_text, Loader=loader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 2}" if mark else ""  # +1 for 1-based, +1 for the opening fence
-        return {}, f"invalid YAML frontmatter{where}: {exc.problem or exc.context}"
+        # mark lines are 0-based and the YAML starts below the opening fence
+        where = f" at line {mark.line + 2}" if mark else ""
+        return {}, f"invalid YAML frontmatter{where}: {exc.problem or exc}"
     except _FrontmatterTooComplex:
         return {}, "invalid YAML frontmatter: too many or too deeply nested values"
     except (yaml.YAMLError, ValueError, RecursionError) as exc:
@@ -204,7 +208,11 @@ def _title(frontmatter: dict, path: str) -> str:
 def _strings(value: Any) -> list[str]:
     """The scalar strings of a frontmatter value that should be a string or a list of them."""
     items = value if isinstance(value, list) else [value]
-    return [str(item) for item in items if isinstance(item, (str, int, float)) and not isinstance(item, bool)]
+    return [
+        str(item)
+        for item in items
+        if isinstance(item, (str, int, float)) and not isinstance(item, bool)
+    ]
 
 
 def _frontmatter_aliases(frontmatter: dict) -> list[str]:
@@ -275,11 +283,12 @@ def _collect_frontmatter_links(frontmatter: dict, yaml_text: str, note: ParsedNo
                     found = yaml_text.find(match.group(0))
                 if found >= 0:
                     cursor = found + len(match.group(0))
-                line = 1 + bisect_right(line_starts, found if found >= 0 else cursor)  # +1: opening fence
+                # bisect gives the 1-based line within the YAML; +1 for the opening fence
+                line = 1 + bisect_right(line_starts, found if found >= 0 else cursor)
                 wikilink = WikiLink(*parts, embed=bool(match.group(1)), line=line)
                 (note.embeds if wikilink.embed else note.wikilinks).append(wikilink)
                 if wikilink.target:
-                    targets = note.frontmatter_links.setdefault(str(key), [])
+                    targets = note.frontmatter_links.setdefault(key, [])
                     if wikilink.target not in targets:
                         targets.append(wikilink.target)
     for string in _strings(frontmatter.get("relationships")):
@@ -337,28 +346,32 @@ def _wikilink_parts(inner: str) -> tuple[str, str | None, str | None, str | None
     reference, separator, alias = inner.partition("|")
     if separator and reference.endswith("\\"):
         reference = reference[:-1]
-    target, hash_sign, fragment = reference.partition("#")
+    target, _, fragment = reference.partition("#")
     target, fragment, heading, block = target.strip(), fragment.strip(), None, None
     if fragment.startswith("^"):
         block = fragment[1:].strip() or None
-    elif hash_sign:
-        heading = fragment or None
+    elif fragment:
+        heading = fragment
     if not (target or heading or block):
         return None
     return target, heading, block, alias.strip() or None
 
 
 def _wikilink_rule(state: StateInline, silent: bool) -> bool:
-    """``[[...]]`` and ``![[...]]``; placed before CommonMark's link rule so it wins."""
-    if state.linkLevel > 0 or state.src[state.pos] not in "![":
+    """``[[...]]`` and ``![[...]]``; placed before CommonMark's link rule so it wins.
+
+    Silent mode only serves link-label scanning, which would take a wikilink token for
+    a nested link and drop the whole ``[text [[A]]](url)``; declining keeps that link.
+    Inside link text (``linkLevel``) brackets stay text, as links do not nest.
+    """
+    if silent or state.linkLevel > 0 or state.src[state.pos] not in "![":
         return False
     match = _WIKILINK_SOURCE.match(state.src, state.pos, state.posMax)
     if match is None or (parts := _wikilink_parts(match.group(2))) is None:
         return False
-    if not silent:
-        token = state.push("wikilink", "", 0)
-        token.content = match.group(0)
-        token.meta = {"parts": parts, "embed": bool(match.group(1)), "offset": state.pos}
+    token = state.push("wikilink", "", 0)
+    token.content = match.group(0)
+    token.meta = {"parts": parts, "embed": bool(match.group(1)), "offset": state.pos}
     state.pos = match.end()
     return True
 
@@ -407,7 +420,10 @@ def _valid_tag(run: str) -> str | None:
     return tag
 
 
-def _remembering_offset(rule: Callable[[StateInline, bool], bool]) -> Callable[[StateInline, bool], bool]:
+_InlineRule = Callable[[StateInline, bool], bool]
+
+
+def _remembering_offset(rule: _InlineRule) -> _InlineRule:
     """Wrap a link-producing rule so its token keeps where it began, for line numbers."""
 
     def rule_with_offset(state: StateInline, silent: bool) -> bool:
@@ -444,7 +460,8 @@ def _build_parser() -> MarkdownIt:
     parser.normalizeLink = _as_written  # type: ignore[method-assign]
     parser.normalizeLinkText = _as_written  # type: ignore[method-assign]
     parser.validateLink = _any_link_is_valid  # type: ignore[method-assign]
-    for name, rule in (("link", link), ("image", image), ("autolink", autolink), ("linkify", linkify)):
+    link_rules = {"link": link, "image": image, "autolink": autolink, "linkify": linkify}
+    for name, rule in link_rules.items():
         parser.inline.ruler.at(name, _remembering_offset(rule))
     parser.inline.ruler.before("link", "wikilink", _wikilink_rule)
     parser.inline.ruler.before("link", "tag", _tag_rule)
@@ -465,6 +482,7 @@ def _parser() -> MarkdownIt:
 
 # --- body -----------------------------------------------------------------------------
 
+# Obsidian block ids end a block's last line; a line of just '^id' names the block above.
 _BLOCK_ID = re.compile(r"(?:^|\s)\^([A-Za-z0-9-]+)$")
 _BREAK = "\x01"  # separates text pieces a relation may not span
 _RELATION = re.compile(
@@ -496,7 +514,7 @@ class _OpenLink:
     """A markdown link whose text is still being read."""
 
     def __init__(self, token: Token, offset: int | None, bare: bool) -> None:
-        self.url = token.attrs.get("href", "")
+        self.url = str(token.attrs.get("href", ""))
         self.offset = offset
         self.bare = bare
         self.text: list[str] = []
@@ -517,22 +535,22 @@ def _collect_inline(inline: Token, first_line: int, note: ParsedNote, tags: list
         offset = child.meta.get("offset")
         if offset is not None:
             cursor = offset
+        piece = _BREAK
         if child.type == "text" and not open_links:
-            pieces.append(child.content)
-            continue
-        pieces.append(_BREAK)
-        if child.type == "wikilink":
-            wikilink = WikiLink(*child.meta["parts"], embed=child.meta["embed"], line=line_at(offset))
+            piece = child.content
+        elif child.type == "wikilink":
+            wikilink = WikiLink(*child.meta["parts"], child.meta["embed"], line_at(offset))
             if wikilink.embed:
                 note.embeds.append(wikilink)
             else:
-                pieces[-1] = f"\x00{len(relation_sides)}\x00"
-                relation_sides.append(wikilink)
                 note.wikilinks.append(wikilink)
+                piece = f"\x00{len(relation_sides)}\x00"
+                relation_sides.append(wikilink)
         elif child.type == "tag":
             tags.append(child.meta["tag"])
         elif child.type == "image":
-            note.links.append(MarkdownLink(child.attrs.get("src", ""), child.content, line_at(cursor), True, False))
+            src = str(child.attrs.get("src", ""))
+            note.links.append(MarkdownLink(src, child.content, line_at(cursor), True, False))
         elif child.type == "link_open":
             open_links.append(_OpenLink(child, offset, bare=child.info == "auto"))
         elif child.type == "link_close" and open_links:
@@ -541,13 +559,14 @@ def _collect_inline(inline: Token, first_line: int, note: ParsedNote, tags: list
             if opened.offset is None:  # linked after inline parsing (core linkify): find it
                 found = content.find(text, cursor)
                 opened.offset = cursor = found if found >= 0 else cursor
-            note.links.append(
-                MarkdownLink(opened.url, "" if opened.bare else text, line_at(opened.offset), False, opened.bare)
-            )
+            shown_text = "" if opened.bare else text
+            line = line_at(opened.offset)
+            note.links.append(MarkdownLink(opened.url, shown_text, line, False, opened.bare))
         elif open_links and child.type in ("text", "code_inline"):
             open_links[-1].text.append(child.content)
         elif open_links and child.type in ("softbreak", "hardbreak"):
             open_links[-1].text.append(" ")
+        pieces.append(piece)
     if relation_sides:
         note.relations += _inline_relations("".join(pieces), relation_sides)
 
