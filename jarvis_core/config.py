@@ -107,7 +107,8 @@ class JarvisConfig(_Strict):
     def _overlap_below_chunk_size(self) -> JarvisConfig:
         max_tokens = self.chunking.max_tokens
         if max_tokens is not None and self.chunking.overlap_tokens >= max_tokens // 2:
-            raise ValueError("chunking.overlap_tokens must be less than half of chunking.max_tokens")
+            raise ValueError(
+                "chunking.overlap_tokens must be less than half of chunking.max_tokens")
         return self
 
     @property

@@ -11,7 +11,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import PurePosixPath
 
 import polars as pl
@@ -65,12 +65,12 @@ def _timestamp(value: str | None) -> datetime | None:
         except ValueError:
             return None
     if parsed.tzinfo:
-        parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     return parsed
 
 
 def _from_ns(mtime_ns: int) -> datetime:
-    return datetime.fromtimestamp(mtime_ns / 1e9, tz=timezone.utc).replace(tzinfo=None)
+    return datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC).replace(tzinfo=None)
 
 
 def note_row(source: str, file: VaultFile, content_hash: str, parsed: ParsedNote,
@@ -107,7 +107,7 @@ def plan_ingest(source: str, scan: VaultScan, existing: pl.DataFrame,
     ``previous_failures`` has path, size_bytes, mtime_ns, reason.
     """
     plan = IngestPlan(source=source)
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    now = datetime.now(UTC).replace(tzinfo=None)
     stored = {row["path"]: row for row in existing.iter_rows(named=True)}
     failed_before = {row["path"]: row for row in previous_failures.iter_rows(named=True)}
     hashes_seen: dict[str, str] = {}

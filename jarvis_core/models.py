@@ -98,7 +98,7 @@ def _tokenizer(model_dir: Path):
 
 
 def token_counter(model: str, max_tokens: int | None = None) -> TokenCounter:
-    """A counter for ``model``; ``max_tokens`` defaults to (and may not exceed) the model's limit."""
+    """A counter for ``model``; ``max_tokens`` defaults to, and may not exceed, its limit."""
     model_dir = resolve_model_dir(model)
     limit = model_max_tokens(model_dir)
     return TokenCounter(model_dir=model_dir, max_tokens=min(max_tokens or limit, limit))

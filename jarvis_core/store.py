@@ -133,5 +133,6 @@ def replace_rows(
                 pass
 
 
-def read_frame(conn: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:
+def read_frame(conn: duckdb.DuckDBPyConnection, sql: str,
+               params: list | None = None) -> pl.DataFrame:
     return conn.execute(sql, params or []).pl()

@@ -43,7 +43,8 @@ def store_status(config: JarvisConfig) -> dict:
                for name, vault in config.vaults.items()}
     counts: dict[str, dict[str, int]] = {}
     with read_only(config.duckdb_path) as conn:
-        tables = {row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        tables = {name for (name,) in
+                  conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         for layer, table in _LAYER_TABLES.items():
             rows = conn.execute(f"SELECT source, count(*) FROM {table} GROUP BY source"
                                 ).fetchall() if table in tables else []

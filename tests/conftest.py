@@ -3,10 +3,15 @@
 import shutil
 from pathlib import Path
 
+import dagster as dg
 import pytest
 import yaml
 
+from jarvis_assets.definitions import build_definitions
+from jarvis_assets.jobs import refresh_sources_job
+from jarvis_assets.partitions import source_partitions
 from jarvis_core.config import JarvisConfig, load_config
+from jarvis_query.status import read_only
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_VAULT = PROJECT_ROOT / "sample_data" / "vault"
@@ -41,3 +46,27 @@ def sample_vault(tmp_path) -> Path:
 @pytest.fixture
 def sample_config(tmp_path, sample_vault) -> JarvisConfig:
     return write_config(tmp_path / "project", {"sample": sample_vault})
+
+
+def run(config, source: str, instance: dg.DagsterInstance,
+        raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
+    if source not in instance.get_dynamic_partitions(source_partitions.name):
+        instance.add_dynamic_partitions(source_partitions.name, [source])
+    job = build_definitions(config).resolve_job_def(refresh_sources_job.name)
+    return job.execute_in_process(partition_key=source, instance=instance,
+                                  raise_on_error=raise_on_error)
+
+
+def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
+    [materialization] = result.asset_materializations_for_node(asset)
+    return {key: value.value for key, value in materialization.metadata.items()}
+
+
+def checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
+    return {evaluation.check_name: evaluation
+            for evaluation in result.get_asset_check_evaluations()}
+
+
+def rows(config, sql: str, params=None) -> list[tuple]:
+    with read_only(config.duckdb_path) as conn:
+        return conn.execute(sql, params or []).fetchall()

@@ -62,9 +62,11 @@ def same_section_pairs(chunks):
 
 def test_embedding_text_puts_title_and_headings_on_one_line():
     expected = "Ingest API > Retries\n\nbody"
-    assert embedding_text(context_header("Ingest API", ("Ingest API", "Retries")), "body") == expected
+    header = context_header("Ingest API", ("Ingest API", "Retries"))
+    assert embedding_text(header, "body") == expected
     assert embedding_text(context_header("Ingest API", ("Retries",)), "body") == expected
-    assert embedding_text(context_header("Lumen", ("Ingest API",)), "body") == "Lumen > Ingest API\n\nbody"
+    header = context_header("Lumen", ("Ingest API",))
+    assert embedding_text(header, "body") == "Lumen > Ingest API\n\nbody"
     assert embedding_text(context_header("", ()), "body") == "body"
     assert embedding_text(context_header("Two\nlines", ()), "body") == "Two lines\n\nbody"
 

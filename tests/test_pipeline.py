@@ -6,38 +6,13 @@ import shutil
 import dagster as dg
 import pytest
 
-from jarvis_assets.definitions import build_definitions
-from jarvis_assets.jobs import refresh_sources_job
 from jarvis_assets.notes import raw_notes
 from jarvis_assets.partitions import source_partitions
 from jarvis_core import store
 from jarvis_core.models import token_counter
 from jarvis_query.status import read_only
 from jarvis_resources import build_resources
-from tests.conftest import SAMPLE_VAULT, write_config
-
-
-def run(config, source: str, instance: dg.DagsterInstance,
-        raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
-    if source not in instance.get_dynamic_partitions(source_partitions.name):
-        instance.add_dynamic_partitions(source_partitions.name, [source])
-    job = build_definitions(config).resolve_job_def(refresh_sources_job.name)
-    return job.execute_in_process(partition_key=source, instance=instance,
-                                  raise_on_error=raise_on_error)
-
-
-def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
-    [materialization] = result.asset_materializations_for_node(asset)
-    return {key: value.value for key, value in materialization.metadata.items()}
-
-
-def checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
-    return {evaluation.check_name: evaluation for evaluation in result.get_asset_check_evaluations()}
-
-
-def rows(config, sql: str, params=None) -> list[tuple]:
-    with read_only(config.duckdb_path) as conn:
-        return conn.execute(sql, params or []).fetchall()
+from tests.conftest import SAMPLE_VAULT, checks, metadata, rows, run, write_config
 
 
 @pytest.fixture
@@ -87,7 +62,8 @@ def test_edit_delete_and_rename_reach_every_table(sample_config, sample_vault, i
     notes = sorted(p for p in sample_vault.rglob("*.md") if p.stat().st_size > 400)
     edited, deleted, renamed = notes[0], notes[1], notes[2]
     rel = lambda p: p.relative_to(sample_vault).as_posix()  # noqa: E731
-    untouched_ids = set(rows(sample_config, "SELECT chunk_id FROM chunks WHERE path NOT IN (?, ?, ?)",
+    untouched_ids = set(rows(sample_config,
+                             "SELECT chunk_id FROM chunks WHERE path NOT IN (?, ?, ?)",
                              [rel(edited), rel(deleted), rel(renamed)]))
 
     edited.write_text(edited.read_text() + "\n\n## Added later\n\nA brand new paragraph about "
