@@ -8,12 +8,13 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.chunks import chunks
+from jarvis_assets.embeddings import embeddings
 from jarvis_assets.metadata import markdown_table
 from jarvis_assets.notes import raw_notes
 from jarvis_core import store
 from jarvis_core.chunking import embedding_text
 from jarvis_core.models import token_counter
-from jarvis_resources import JarvisConfigResource
+from jarvis_resources import EmbedderResource, JarvisConfigResource, VectorStoreResource
 
 _PARTITION_TAG = "dagster/partition"
 
@@ -112,5 +113,48 @@ def chunk_ids_unique(duckdb: DuckDBResource) -> dg.AssetCheckResult:
     )
 
 
+@dg.multi_asset_check(specs=[
+    dg.AssetCheckSpec("vectors_match_chunks", asset=embeddings, blocking=True,
+                      description="Per source, every chunk has exactly one vector."),
+    dg.AssetCheckSpec("vector_dimension_matches_model", asset=embeddings, blocking=True,
+                      description="Stored vectors have the configured model's dimension."),
+    dg.AssetCheckSpec("no_orphan_vectors", asset=embeddings, blocking=True,
+                      description="No vector belongs to a chunk the tables do not hold."),
+])
+def vector_store_consistency(context: dg.AssetCheckExecutionContext,
+                             jarvis: JarvisConfigResource, duckdb: DuckDBResource,
+                             embedder: EmbedderResource, vectors: VectorStoreResource):
+    """Compares the vector collection with the chunks table (one pass for three checks)."""
+    sources = _sources_in_scope(context, jarvis)
+    with duckdb.get_connection() as conn:
+        table_ids = {source: set() for source in sources}
+        for source, chunk_id in conn.execute(
+                "SELECT source, chunk_id FROM chunks WHERE list_contains(?, source)",
+                [sources]).fetchall():
+            table_ids[source].add(chunk_id)
+    model = embedder.get()
+    with vectors.open(model.model, model.dimension) as store:
+        stored_ids = {source: store.chunk_ids(source) for source in sources}
+        sample = store.vectors(sorted(set().union(*stored_ids.values()))[:100])
+    per_source = [{"source": s, "chunks": len(table_ids[s]), "vectors": len(stored_ids[s]),
+                   "missing": len(table_ids[s] - stored_ids[s]),
+                   "orphans": len(stored_ids[s] - table_ids[s])} for s in sources]
+    dimensions = sorted({len(vector) for vector in sample.values()})
+    yield dg.AssetCheckResult(
+        check_name="vectors_match_chunks",
+        passed=all(row["missing"] == 0 and row["chunks"] == row["vectors"] for row in per_source),
+        metadata={"per_source": markdown_table(per_source, list(per_source[0]) if per_source
+                                               else ["source"])})
+    yield dg.AssetCheckResult(
+        check_name="vector_dimension_matches_model",
+        passed=dimensions in ([], [model.dimension]),
+        metadata={"model": model.model, "model_dimension": model.dimension,
+                  "stored_dimensions": str(dimensions), "vectors_sampled": len(sample)})
+    yield dg.AssetCheckResult(
+        check_name="no_orphan_vectors",
+        passed=all(row["orphans"] == 0 for row in per_source),
+        metadata={"orphans": sum(row["orphans"] for row in per_source)})
+
+
 asset_checks = [failed_file_ratio, every_note_has_chunks, chunks_within_token_limit,
-                chunk_ids_unique]
+                chunk_ids_unique, vector_store_consistency]

@@ -4,8 +4,10 @@ import dagster as dg
 
 from jarvis_assets.checks import asset_checks
 from jarvis_assets.chunks import chunks
-from jarvis_assets.jobs import refresh_sources_job
+from jarvis_assets.embeddings import embeddings
+from jarvis_assets.jobs import publish_serving_job, refresh_sources_job
 from jarvis_assets.notes import raw_notes
+from jarvis_assets.serving import serving_snapshot
 from jarvis_core.config import JarvisConfig
 from jarvis_resources import build_resources
 from schedules import all_schedules
@@ -14,9 +16,9 @@ from sensors import all_sensors
 
 def build_definitions(config: JarvisConfig) -> dg.Definitions:
     return dg.Definitions(
-        assets=[raw_notes, chunks],
+        assets=[raw_notes, chunks, embeddings, serving_snapshot],
         asset_checks=asset_checks,
-        jobs=[refresh_sources_job],
+        jobs=[refresh_sources_job, publish_serving_job],
         sensors=all_sensors,
         schedules=all_schedules,
         resources=build_resources(config),

@@ -2,10 +2,16 @@
 
 import dagster as dg
 
-PER_SOURCE_GROUPS = ("sources", "text")
+PER_SOURCE_GROUPS = ("sources", "text", "vectors")
 
 refresh_sources_job = dg.define_asset_job(
     name="refresh_sources",
     selection=dg.AssetSelection.groups(*PER_SOURCE_GROUPS),
-    description="Ingest, chunk (and later embed and link) one source; unchanged items are skipped.",
+    description="Ingest, chunk and embed one source; unchanged items are skipped.",
+)
+
+publish_serving_job = dg.define_asset_job(
+    name="publish_serving",
+    selection=dg.AssetSelection.groups("serving"),
+    description="Publish the stores as a new serving version for the query side.",
 )

@@ -72,13 +72,22 @@ def refresh(obj: _Context, sources: tuple[str, ...], as_json: bool) -> None:
             click.echo(f"\n{source['source']}: {'ok' if source['ok'] else 'FAILED'} "
                        f"in {source['seconds']} s (run {source['run_id'][:8]})")
             rows = [{"layer": layer, **counts} for layer, counts in source["layers"].items()]
-            click.echo(_table(rows, ["layer", *COUNT_KEYS, "rows"]))
+            click.echo(_table(rows, ["layer", *COUNT_KEYS, "embedded", "reused", "rows"]))
             for check in source["checks"]:
                 if not check["passed"]:
                     click.echo(f"  check {check['check']} on {check['asset']}: "
                                f"FAILED ({check['severity']})")
             for step in source["failed_steps"]:
                 click.echo(f"  step {step} failed: see the run's logs")
+        published = data["published"]
+        if published is None:
+            click.echo("\nnot published: the query side keeps answering from the last "
+                       "complete version")
+        elif published["ok"]:
+            version = published["layers"]["serving_snapshot"]["version"]
+            click.echo(f"\npublished serving version {version}")
+        else:
+            click.echo("\npublishing FAILED: see the run's logs")
 
     _emit(report, as_json, render)
     if not report["ok"]:
@@ -104,6 +113,48 @@ def status(obj: _Context, as_json: bool) -> None:
                                             "chunks", "path"]))
 
     _emit(data, as_json, render)
+
+
+def _knowledge_base(obj: _Context):
+    from jarvis_query.knowledge_base import KnowledgeBase
+
+    return KnowledgeBase(obj.config())
+
+
+def _query_errors():
+    """Bad arguments and missing data become one-line errors, not tracebacks."""
+    from jarvis_core.serving import NotPublished
+    from jarvis_query.knowledge_base import QueryError
+
+    return (QueryError, NotPublished)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--vault", default=None, help="Search only this vault.")
+@click.option("--limit", default=10, show_default=True, help="Number of results (1-50).")
+@click.option("--threshold", "similarity_threshold", type=float, default=None,
+              help="Drop results with a lower cosine similarity.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def search(obj: _Context, query: str, vault: str | None, limit: int,
+           similarity_threshold: float | None, as_json: bool) -> None:
+    """Semantic search: the chunks nearest in meaning to QUERY."""
+    try:
+        results = _knowledge_base(obj).search_semantic(query, limit=limit, vault=vault,
+                                                       similarity_threshold=similarity_threshold)
+    except _query_errors() as exc:
+        raise click.ClickException(str(exc)) from exc
+
+    def render(data: dict) -> None:
+        if not data["results"]:
+            click.echo("no results")
+        for rank, hit in enumerate(data["results"], 1):
+            heading = f" › {hit['heading']}" if hit["heading"] else ""
+            click.echo(f"{rank:>2}. {hit['score']:.3f}  {hit['vault']}/{hit['path']}{heading}")
+            click.echo(f"    {hit['snippet']}")
+
+    _emit({"query": query, "results": [r.as_dict() for r in results]}, as_json, render)
 
 
 @cli.command()

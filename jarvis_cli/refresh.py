@@ -9,12 +9,14 @@ import dagster as dg
 import duckdb
 
 from jarvis_assets.definitions import build_definitions
-from jarvis_assets.jobs import refresh_sources_job
+from jarvis_assets.jobs import publish_serving_job, refresh_sources_job
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.config import JarvisConfig
 from jarvis_query.status import StoreUnavailable, read_only
 
 COUNT_KEYS = ("new", "changed", "unchanged", "deleted", "failed")
+# Layers that do not count documents report these instead.
+_EXTRA_KEYS = ("chunks_added", "chunks_removed", "embedded", "reused", "version")
 # Dagster's step-by-step debug log is for the UI; the terminal gets warnings and the summary.
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -41,8 +43,9 @@ def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
         raise ValueError(f"unknown source(s) {', '.join(unknown)}: configured are "
                          f"{', '.join(config.source_names) or 'none'}")
     targets = sorted(only or set(config.source_names) | _stored_sources(config))
-    job = build_definitions(config).resolve_job_def(refresh_sources_job.name)
-    report = {"sources": [], "ok": True}
+    definitions = build_definitions(config)
+    job = definitions.resolve_job_def(refresh_sources_job.name)
+    report = {"sources": [], "ok": True, "published": None}
     with _instance() as instance:
         known = set(instance.get_dynamic_partitions(source_partitions.name))
         missing = [name for name in targets if name not in known]
@@ -52,24 +55,32 @@ def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
             started = time.perf_counter()
             result = job.execute_in_process(partition_key=source, instance=instance,
                                             raise_on_error=False, run_config=_QUIET)
-            layers = {}
-            for event in result.get_asset_materialization_events():
-                materialization = event.step_materialization_data.materialization
-                metadata = {key: value.value for key, value in materialization.metadata.items()}
-                layers[materialization.asset_key.to_user_string()] = {
-                    key: metadata.get(key, 0) for key in COUNT_KEYS
-                } | {"rows": metadata.get("dagster/row_count", 0)}
-            checks = [{"check": evaluation.check_name,
-                       "asset": evaluation.asset_key.to_user_string(),
-                       "passed": evaluation.passed,
-                       "severity": evaluation.severity.value}
-                      for evaluation in result.get_asset_check_evaluations()]
-            failed_steps = [event.step_key for event in result.get_step_failure_events()]
-            ok = result.success and all(c["passed"] or c["severity"] == "WARN" for c in checks)
-            report["ok"] &= ok
-            report["sources"].append({
-                "source": source, "ok": ok, "run_id": result.run_id,
-                "seconds": round(time.perf_counter() - started, 2),
-                "layers": layers, "checks": checks, "failed_steps": failed_steps,
-            })
+            entry = {"source": source, **_summarize(result),
+                     "seconds": round(time.perf_counter() - started, 2)}
+            report["ok"] &= entry["ok"]
+            report["sources"].append(entry)
+        if report["ok"]:  # publish only complete data: a failed source keeps the old version
+            result = definitions.resolve_job_def(publish_serving_job.name).execute_in_process(
+                instance=instance, raise_on_error=False, run_config=_QUIET)
+            summary = _summarize(result)
+            report["ok"] &= summary["ok"]
+            report["published"] = summary
     return report
+
+
+def _summarize(result: dg.ExecuteInProcessResult) -> dict:
+    """Per-layer counts and check outcomes of one run."""
+    layers = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        metadata = {key: value.value for key, value in materialization.metadata.items()}
+        layers[materialization.asset_key.to_user_string()] = {
+            key: metadata.get(key, 0) for key in COUNT_KEYS if key in metadata
+        } | {key: metadata[key] for key in _EXTRA_KEYS if key in metadata} | {
+            "rows": metadata.get("dagster/row_count", 0)}
+    checks = [{"check": evaluation.check_name, "asset": evaluation.asset_key.to_user_string(),
+               "passed": evaluation.passed, "severity": evaluation.severity.value}
+              for evaluation in result.get_asset_check_evaluations()]
+    ok = result.success and all(c["passed"] or c["severity"] == "WARN" for c in checks)
+    return {"ok": ok, "run_id": result.run_id, "layers": layers, "checks": checks,
+            "failed_steps": [event.step_key for event in result.get_step_failure_events()]}

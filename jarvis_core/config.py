@@ -3,7 +3,7 @@
 Resolution order for the file: an explicit path, then ``$JARVIS_CONFIG``, then
 ``jarvis.yaml`` in the working directory. The data directory holding every store is
 ``$JARVIS_HOME`` when set, else ``data_dir`` from the file (relative to the file),
-else ``.jarvis`` beside the file.
+else ``.jarvis`` beside the file. ``$QDRANT_URL`` overrides ``vectors.url``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from pydantic import (
 
 CONFIG_ENV = "JARVIS_CONFIG"
 HOME_ENV = "JARVIS_HOME"
+QDRANT_URL_ENV = "QDRANT_URL"
+QDRANT_API_KEY_ENV = "QDRANT_API_KEY"
 DEFAULT_CONFIG_NAME = "jarvis.yaml"
 DEFAULT_DATA_DIR = ".jarvis"
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -91,6 +93,15 @@ class EmbeddingSettings(_Strict):
     model: str = DEFAULT_MODEL
     device: str = "cpu"
     batch_size: int = Field(default=32, gt=0)
+    backend: str = "auto"
+
+
+class VectorSettings(_Strict):
+    """Where vectors live: an embedded Qdrant Edge shard under the data directory, or a
+    Qdrant server when ``url`` (or $QDRANT_URL) is set; its API key comes from
+    $QDRANT_API_KEY only, never from this file."""
+
+    url: str | None = None
 
 
 class JarvisConfig(_Strict):
@@ -102,6 +113,7 @@ class JarvisConfig(_Strict):
     ingest: IngestSettings = IngestSettings()
     chunking: ChunkSettings = ChunkSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
+    vectors: VectorSettings = VectorSettings()
 
     @model_validator(mode="after")
     def _overlap_below_chunk_size(self) -> JarvisConfig:
@@ -118,6 +130,10 @@ class JarvisConfig(_Strict):
     @property
     def duckdb_path(self) -> Path:
         return self.data_dir / "jarvis.duckdb"
+
+    @property
+    def vectors_path(self) -> Path:
+        return self.data_dir / "vectors"
 
 
 def _absolute(base: Path, value: str | os.PathLike) -> Path:
@@ -173,8 +189,11 @@ def config_from_mapping(
         base_dir, raw.get("data_dir", DEFAULT_DATA_DIR)
     )
     try:
+        vectors = raw.get("vectors") or {}
+        if os.environ.get(QDRANT_URL_ENV) and isinstance(vectors, dict):
+            vectors = {**vectors, "url": os.environ[QDRANT_URL_ENV]}
         values = {**raw, "data_dir": data_dir, "config_path": config_path,
-                  "vaults": _expand_vaults(raw.get("vaults"), base_dir)}
+                  "vaults": _expand_vaults(raw.get("vaults"), base_dir), "vectors": vectors}
         return JarvisConfig.model_validate(values)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from exc

@@ -1,10 +1,19 @@
-"""Dagster resources of Jarvis: the configuration and the DuckDB tables."""
+"""Dagster resources of Jarvis: configuration, DuckDB tables, embedder and vector store."""
 
-from dagster import ConfigurableResource, EnvVar
+import os
+from contextlib import contextmanager
+
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster_duckdb import DuckDBResource
 from pydantic import PrivateAttr
 
-from jarvis_core.config import CONFIG_ENV, JarvisConfig, load_config
+from jarvis_core.config import (
+    CONFIG_ENV,
+    QDRANT_API_KEY_ENV,
+    QDRANT_URL_ENV,
+    JarvisConfig,
+    load_config,
+)
 
 
 class JarvisConfigResource(ConfigurableResource):
@@ -14,7 +23,7 @@ class JarvisConfigResource(ConfigurableResource):
 
     _config: JarvisConfig | None = PrivateAttr(default=None)
 
-    def setup_for_execution(self, context) -> None:
+    def setup_for_execution(self, context: InitResourceContext) -> None:
         self._config = load_config(self.config_file)
 
     def load(self) -> JarvisConfig:
@@ -23,11 +32,75 @@ class JarvisConfigResource(ConfigurableResource):
         return self._config
 
 
+class EmbedderResource(ConfigurableResource):
+    """A sentence-transformers model, loaded once per run process when a step needs it."""
+
+    model: str
+    device: str = "cpu"
+    batch_size: int = 32
+    backend: str = "auto"
+
+    _embedder = PrivateAttr(default=None)
+
+    def get(self):
+        if self._embedder is None:
+            from jarvis_core.embedder import Embedder
+
+            self._embedder = Embedder(self.model, device=self.device,
+                                      batch_size=self.batch_size, backend=self.backend)
+        return self._embedder
+
+
+class VectorStoreResource(ConfigurableResource):
+    """Qdrant: an embedded Edge shard under ``path`` by default, a server when ``url`` is set.
+
+    A store is opened per use and closed right after, so the Edge shard's directory lock
+    is held only while a step writes.
+    """
+
+    path: str
+    url: str | None = None
+    api_key: str | None = None
+
+    @property
+    def backend(self) -> str:
+        return "server" if self.url else "edge"
+
+    @contextmanager
+    def open(self, model: str, dimension: int):
+        from pathlib import Path
+
+        from jarvis_core.vectors import (
+            EdgeVectorStore,
+            QdrantServerVectorStore,
+            collection_name,
+        )
+
+        collection = collection_name(model, dimension)
+        store = (QdrantServerVectorStore(self.url, self.api_key, collection, dimension, model)
+                 if self.url else EdgeVectorStore(Path(self.path), collection, dimension, model))
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+def _env_or(name: str, fallback: str | None):
+    """An EnvVar (resolved at run time, hidden in the UI) when set, else the fallback."""
+    return EnvVar(name) if os.environ.get(name) else fallback
+
+
 def build_resources(config: JarvisConfig) -> dict:
-    """Resources for one configuration: every store lives under its data directory."""
+    """Resources for one configuration: every embedded store lives under its data directory."""
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    config_file = str(config.config_path) if config.config_path else EnvVar(CONFIG_ENV)
+    embedding = config.embedding
     return {
-        "jarvis": JarvisConfigResource(config_file=config_file),
+        "jarvis": JarvisConfigResource(
+            config_file=str(config.config_path) if config.config_path else EnvVar(CONFIG_ENV)),
         "duckdb": DuckDBResource(database=str(config.duckdb_path)),
+        "embedder": EmbedderResource(model=embedding.model, device=embedding.device,
+                                     batch_size=embedding.batch_size, backend=embedding.backend),
+        "vectors": VectorStoreResource(path=str(config.vectors_path),
+                                       url=_env_or(QDRANT_URL_ENV, config.vectors.url),
+                                       api_key=_env_or(QDRANT_API_KEY_ENV, None)),
     }

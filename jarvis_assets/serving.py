@@ -1,0 +1,63 @@
+"""Serving layer: an immutable, versioned copy of what the query side reads."""
+
+import time
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from jarvis_assets.embeddings import VECTORS_POOL, embeddings
+from jarvis_core import serving
+from jarvis_resources import EmbedderResource, JarvisConfigResource, VectorStoreResource
+
+# Table -> the query that fills its serving copy (note bodies stay out: read-note reads files).
+SERVING_TABLES = {
+    "notes": "SELECT * EXCLUDE (body) FROM notes",
+    "chunks": "SELECT * FROM chunks",
+    "attachments": "SELECT * FROM attachments",
+    "ingest_failures": "SELECT * FROM ingest_failures",
+}
+
+
+@dg.asset(
+    deps=[embeddings],
+    group_name="serving",
+    kinds={"duckdb", "qdrant"},
+    pool=VECTORS_POOL,
+    automation_condition=dg.AutomationCondition.eager(),
+)
+def serving_snapshot(
+    context: dg.AssetExecutionContext, jarvis: JarvisConfigResource, duckdb: DuckDBResource,
+    embedder: EmbedderResource, vectors: VectorStoreResource,
+) -> dg.MaterializeResult:
+    """Publishes the tables and vectors as a new version that query processes switch to
+    atomically, so they never read a store that a refresh is writing."""
+    config = jarvis.load()
+    started = time.perf_counter()
+    name, staging = serving.begin_version(config.data_dir)
+    try:
+        with duckdb.get_connection() as conn:
+            serving.copy_tables(conn, staging, SERVING_TABLES)
+            chunk_count, chunks_hash = conn.execute(
+                "SELECT count(*), md5(coalesce(string_agg(chunk_id, ',' ORDER BY chunk_id), '')) "
+                "FROM chunks").fetchone()
+        model = embedder.get()
+        with vectors.open(model.model, model.dimension) as store:
+            vector_counts = store.counts_by_source()
+            collection = store.collection
+            if vectors.backend == "edge":
+                store.publish_copy(staging / serving.VECTORS_DIR)
+        version = serving.commit_version(config.data_dir, name, staging, {
+            "model": model.model, "dimension": model.dimension,
+            "vector_backend": vectors.backend, "collection": collection,
+            "chunks": chunk_count, "chunks_hash": chunks_hash, "vectors": vector_counts,
+        })
+    except BaseException:
+        serving.abandon_version(staging)
+        raise
+    context.log.info(f"published serving version {version.name}")
+    return dg.MaterializeResult(metadata={
+        "version": version.name, "path": dg.MetadataValue.path(str(version.path)),
+        "chunks": chunk_count, "vectors": sum(vector_counts.values()),
+        "vectors_by_source": dg.MetadataValue.json(vector_counts),
+        "collection": collection, "publish_seconds": round(time.perf_counter() - started, 3),
+    })

@@ -1,0 +1,112 @@
+"""Retrieval quality on a BEIR-layout dataset, measured through Jarvis's own code paths.
+
+Each corpus document (title + text) goes through the chunker, the embedder and the vector
+store exactly as a note does; a query's ranking is its chunk hits folded to documents by
+their best chunk. Scores come from trec_eval (pytrec-eval-terrier), as in BEIR.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from jarvis_core import store
+from jarvis_core.chunking import chunk_document
+from jarvis_core.config import JarvisConfig
+from jarvis_core.models import token_counter
+from jarvis_core.vector_sync import sync_source
+from jarvis_core.vectors import EdgeVectorStore, collection_name
+
+EVAL_SOURCE = "beir"
+CANDIDATE_CHUNKS = 100
+CUTOFF = 10
+
+
+@dataclass(frozen=True)
+class BeirDataset:
+    name: str
+    corpus: dict[str, tuple[str, str]]  # doc id -> (title, text)
+    queries: dict[str, str]             # only the queries that have judgements
+    qrels: dict[str, dict[str, int]]
+
+
+def load_beir(directory: Path, split: str = "test") -> BeirDataset:
+    """Read corpus.jsonl(.gz), queries.jsonl and qrels/<split>.tsv; errors name the file."""
+    directory = Path(directory)
+    corpus_file = next((directory / n for n in ("corpus.jsonl.gz", "corpus.jsonl")
+                        if (directory / n).is_file()), None)
+    qrels_file = directory / "qrels" / f"{split}.tsv"
+    for required, label in ((corpus_file, "corpus.jsonl(.gz)"),
+                            (directory / "queries.jsonl", "queries.jsonl"),
+                            (qrels_file, f"qrels/{split}.tsv")):
+        if required is None or not required.is_file():
+            raise FileNotFoundError(f"{directory}: not a BEIR dataset, {label} is missing")
+    opener = gzip.open if corpus_file.suffix == ".gz" else open
+    with opener(corpus_file, "rt", encoding="utf-8") as handle:
+        corpus = {doc["_id"]: (doc.get("title") or "", doc.get("text") or "")
+                  for doc in map(json.loads, handle)}
+    qrels: dict[str, dict[str, int]] = {}
+    with qrels_file.open(encoding="utf-8") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = int(row["score"])
+    with (directory / "queries.jsonl").open(encoding="utf-8") as handle:
+        queries = {q["_id"]: q["text"] for q in map(json.loads, handle) if q["_id"] in qrels}
+    return BeirDataset(directory.name, corpus, queries, qrels)
+
+
+def chunk_corpus(dataset: BeirDataset, config: JarvisConfig) -> pl.DataFrame:
+    """The corpus as chunk rows with the columns the vector sync reads."""
+    counter = token_counter(config.embedding.model, config.chunking.max_tokens)
+    rows = []
+    for doc_id, (title, text) in dataset.corpus.items():
+        doc_key = f"{EVAL_SOURCE}:{doc_id}"
+        for chunk in chunk_document(text, title=title, doc_key=doc_key, counter=counter,
+                                    overlap_tokens=config.chunking.overlap_tokens):
+            rows.append({"chunk_id": chunk.chunk_id, "source": EVAL_SOURCE,
+                         "source_type": EVAL_SOURCE, "doc_key": doc_key, "path": doc_id,
+                         "title": title, "heading_path": list(chunk.heading_path),
+                         "context": chunk.context, "text": chunk.text, "tags": [],
+                         "modified_at": None})
+    return pl.DataFrame(rows, schema={**{c: store.CHUNKS[c] for c in (
+        "chunk_id", "source", "source_type", "doc_key", "path", "title", "heading_path",
+        "context", "text")}, "tags": pl.List(pl.Utf8), "modified_at": pl.Datetime("us")})
+
+
+def dense_rankings(dataset: BeirDataset, config: JarvisConfig, embedder,
+                   index_dir: Path) -> dict[str, dict[str, float]]:
+    """Index the corpus (reusing vectors already in ``index_dir``) and rank every query."""
+    chunks = chunk_corpus(dataset, config)
+    collection = collection_name(embedder.model, embedder.dimension)
+    with EdgeVectorStore(index_dir, collection, embedder.dimension, embedder.model) as vectors:
+        sync_source(EVAL_SOURCE, chunks, vectors, embedder)
+        query_ids = list(dataset.queries)
+        query_vectors = embedder.embed([dataset.queries[q] for q in query_ids])
+        rankings = {}
+        for query_id, vector in zip(query_ids, query_vectors, strict=True):
+            best: dict[str, float] = {}
+            for hit in vectors.search(vector, limit=CANDIDATE_CHUNKS):
+                doc_id = hit.payload["path"]
+                best[doc_id] = max(best.get(doc_id, -1.0), hit.score)
+            rankings[query_id] = best
+    return rankings
+
+
+def score(dataset: BeirDataset, rankings: dict[str, dict[str, float]]) -> dict[str, float]:
+    import pytrec_eval
+
+    measures = {f"ndcg_cut.{CUTOFF}", f"recall.{CUTOFF}"}
+    top = {q: dict(sorted(r.items(), key=lambda kv: (-kv[1], kv[0]))[:CANDIDATE_CHUNKS])
+           for q, r in rankings.items()}
+    per_query = pytrec_eval.RelevanceEvaluator(dataset.qrels, measures).evaluate(top)
+    count = len(dataset.queries)
+    return {
+        f"ndcg_at_{CUTOFF}": round(sum(m[f"ndcg_cut_{CUTOFF}"] for m in per_query.values())
+                                   / count, 4),
+        f"recall_at_{CUTOFF}": round(sum(m[f"recall_{CUTOFF}"] for m in per_query.values())
+                                     / count, 4),
+    }

@@ -1,0 +1,110 @@
+"""The query API over the published stores, shared by the CLI and the MCP server.
+
+One ``KnowledgeBase`` per serving process: it loads the embedding model once (the model
+the published vectors were made with) and follows new serving versions as they appear.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+
+from jarvis_core.config import JarvisConfig
+from jarvis_core.vectors import VectorFilter
+from jarvis_query.snapshot import Snapshot, SnapshotProvider
+
+MAX_LIMIT = 50
+SNIPPET_CHARS = 300
+
+
+class QueryError(ValueError):
+    """A bad argument; the message is meant for the person or assistant who sent it."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    path: str
+    vault: str
+    heading: str
+    score: float
+    snippet: str
+    title: str
+    chunk_id: str
+    source_type: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """The start of a chunk on one line, cut at a word boundary."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return flat[:limit].rsplit(" ", 1)[0] + " …"
+
+
+class KnowledgeBase:
+    def __init__(self, config: JarvisConfig):
+        self.config = config
+        self.snapshots = SnapshotProvider(config)
+        self._embedders: dict[str, object] = {}
+        self._embedder_lock = threading.Lock()
+
+    def close(self) -> None:
+        self.snapshots.close()
+
+    def embedder(self, model: str):
+        """The model the published vectors were made with, loaded once per process."""
+        with self._embedder_lock:
+            if model not in self._embedders:
+                from jarvis_core.embedder import Embedder
+
+                settings = self.config.embedding
+                self._embedders[model] = Embedder(model, device=settings.device,
+                                                  batch_size=settings.batch_size,
+                                                  backend=settings.backend)
+            return self._embedders[model]
+
+    def check_vault(self, vault: str | None) -> None:
+        if vault is not None and vault not in self.config.vaults:
+            raise QueryError(f"Unknown vault '{vault}'")
+
+    def search_semantic(self, query: str, limit: int = 10, vault: str | None = None,
+                        similarity_threshold: float | None = None) -> list[SearchResult]:
+        """Chunks nearest in meaning to ``query``, best first."""
+        if not query or not query.strip():
+            raise QueryError("query parameter is required")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise QueryError(f"limit must be between 1 and {MAX_LIMIT}")
+        if similarity_threshold is not None and not -1 <= similarity_threshold <= 1:
+            raise QueryError("similarity_threshold must be between -1 and 1")
+        self.check_vault(vault)
+        snapshot = self.snapshots.current()
+        vector = self.embedder(snapshot.model).embed_query(query)
+        hits = snapshot.vectors.search(
+            vector, limit=limit,
+            filters=VectorFilter(sources=[vault]) if vault else None,
+            score_threshold=similarity_threshold)
+        return self._results(snapshot, [(hit.chunk_id, hit.score) for hit in hits])
+
+    @staticmethod
+    def _results(snapshot: Snapshot, scored: list[tuple[str, float]]) -> list[SearchResult]:
+        """Join scored chunk ids with the snapshot's chunk rows, keeping the given order."""
+        if not scored:
+            return []
+        rows = snapshot.cursor().execute(
+            "SELECT chunk_id, path, source, heading_path, text, title, source_type "
+            "FROM chunks WHERE list_contains(?, chunk_id)", [[c for c, _ in scored]]).fetchall()
+        by_id = {row[0]: row for row in rows}
+        results = []
+        for chunk_id, score in scored:
+            row = by_id.get(chunk_id)
+            if row is None:  # a vector newer than the published tables (server mode only)
+                continue
+            _, path, source, heading_path, text, title, source_type = row
+            results.append(SearchResult(
+                path=path, vault=source, heading=heading_path[-1] if heading_path else "",
+                score=round(float(score), 4), snippet=snippet(text), title=title,
+                chunk_id=chunk_id, source_type=source_type))
+        return results

