@@ -157,6 +157,39 @@ def search(obj: _Context, query: str, vault: str | None, limit: int,
     _emit({"query": query, "results": [r.as_dict() for r in results]}, as_json, render)
 
 
+@cli.command(name="eval")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@click.option("--mode", type=click.Choice(["dense"]), default="dense", show_default=True)
+@click.option("--split", default="test", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def evaluate(obj: _Context, dataset: str, mode: str, split: str, as_json: bool) -> None:
+    """Retrieval quality (nDCG@10, recall@10) on a BEIR-layout DATASET directory."""
+    import time
+
+    from jarvis_bench.evaluation import dense_rankings, load_beir, score
+    from jarvis_core.embedder import Embedder
+
+    config = obj.config()
+    try:
+        data = load_beir(Path(dataset), split)
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        raise click.ClickException(f"{dataset}: {exc}") from exc
+    started = time.perf_counter()
+    settings = config.embedding
+    embedder = Embedder(settings.model, device=settings.device, batch_size=settings.batch_size,
+                        backend=settings.backend)
+    index_dir = config.data_dir / "eval" / data.name
+    rankings = dense_rankings(data, config, embedder, index_dir)
+    result = {"dataset": data.name, "mode": mode, "model": embedder.model,
+              "backend": embedder.backend, "queries": len(data.queries),
+              "documents": len(data.corpus), **score(data, rankings),
+              "seconds": round(time.perf_counter() - started, 1)}
+    _emit(result, as_json, lambda d: click.echo(
+        f"{d['dataset']} ({d['mode']}, {d['queries']} queries): "
+        f"nDCG@10 {d['ndcg_at_10']:.4f}, recall@10 {d['recall_at_10']:.4f}"))
+
+
 @cli.command()
 @click.option("--port", default=3000, show_default=True)
 @click.pass_obj
