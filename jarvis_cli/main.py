@@ -178,7 +178,7 @@ def evaluate(obj: _Context, dataset: str, mode: str, split: str, as_json: bool) 
     started = time.perf_counter()
     settings = config.embedding
     embedder = Embedder(settings.model, device=settings.device, batch_size=settings.batch_size,
-                        backend=settings.backend)
+                        backend=settings.backend, cache_dir=config.cache_dir)
     index_dir = config.data_dir / "eval" / data.name
     rankings = dense_rankings(data, config, embedder, index_dir)
     result = {"dataset": data.name, "mode": mode, "model": embedder.model,

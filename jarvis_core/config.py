@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import (
@@ -93,7 +93,7 @@ class EmbeddingSettings(_Strict):
     model: str = DEFAULT_MODEL
     device: str = "cpu"
     batch_size: int = Field(default=32, gt=0)
-    backend: str = "auto"
+    backend: Literal["auto", "torch-fp32", "torch-bf16", "openvino"] = "auto"
 
 
 class VectorSettings(_Strict):
@@ -134,6 +134,11 @@ class JarvisConfig(_Strict):
     @property
     def vectors_path(self) -> Path:
         return self.data_dir / "vectors"
+
+    @property
+    def cache_dir(self) -> Path:
+        """Derived artefacts that can be rebuilt, e.g. models converted for OpenVINO."""
+        return self.data_dir / "cache"
 
 
 def _absolute(base: Path, value: str | os.PathLike) -> Path:

@@ -21,7 +21,7 @@ from jarvis_core.keys import note_key
 from jarvis_core.notes import ParsedNote, parse_note
 from jarvis_core.vault import NoteReadError, VaultFile, VaultScan, read_note
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+")
@@ -86,6 +86,7 @@ def note_row(source: str, file: VaultFile, content_hash: str, parsed: ParsedNote
         "frontmatter": json.dumps(parsed.frontmatter, ensure_ascii=False, sort_keys=True),
         "frontmatter_error": parsed.frontmatter_error,
         "aliases": parsed.aliases, "tags": parsed.tags,
+        "tag_lines": [{"tag": tag, "lines": lines} for tag, lines in parsed.tag_lines.items()],
         "wikilinks": as_dicts(parsed.wikilinks), "embeds": as_dicts(parsed.embeds),
         "links": as_dicts(parsed.links), "headings": as_dicts(parsed.headings),
         "block_ids": parsed.block_ids, "relations": as_dicts(parsed.relations),

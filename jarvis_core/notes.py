@@ -81,6 +81,9 @@ class ParsedNote:
     block_ids: list[str] = field(default_factory=list)
     relations: list[TypedRelation] = field(default_factory=list)
     frontmatter_links: dict[str, list[str]] = field(default_factory=dict)
+    # canonical tag -> 1-based file lines it occurs on (a frontmatter tag: its key's line),
+    # so that graph edges built from tags can point at their evidence
+    tag_lines: dict[str, list[int]] = field(default_factory=dict)
     created: str | None = None
     modified: str | None = None
 
@@ -102,11 +105,17 @@ def parse_note(text: str, *, path: str) -> ParsedNote:
         created=_first_timestamp(frontmatter, _CREATED_KEYS) or _date_in_file_name(path),
         modified=_first_timestamp(frontmatter, _MODIFIED_KEYS),
     )
-    tags = _frontmatter_tags(frontmatter)
+    tags: list[tuple[str, int]] = []  # (tag as written, line)
     if yaml_text is not None:
+        for key, tag in _frontmatter_tags(frontmatter):
+            tags.append((tag, _frontmatter_key_line(yaml_text, key)))
         _collect_frontmatter_links(frontmatter, yaml_text, note)
     _collect_body(body, body_start_line, note, tags)
-    note.tags = list(dict.fromkeys(unicodedata.normalize("NFC", tag).lower() for tag in tags))
+    for tag, line in tags:
+        lines = note.tag_lines.setdefault(unicodedata.normalize("NFC", tag).lower(), [])
+        if line not in lines:
+            lines.append(line)
+    note.tags = list(note.tag_lines)
     return note
 
 
@@ -226,16 +235,27 @@ def _frontmatter_aliases(frontmatter: dict) -> list[str]:
     return list(dict.fromkeys(alias.strip() for alias in aliases if alias.strip()))
 
 
-def _frontmatter_tags(frontmatter: dict) -> list[str]:
-    """Valid tags from 'tags'/'tag'; Obsidian ignores ones it could not write inline."""
+def _frontmatter_tags(frontmatter: dict) -> list[tuple[str, str]]:
+    """(key, tag) for the valid tags of 'tags'/'tag'; Obsidian ignores ones it could not
+    write inline."""
     tags = []
     for key in ("tags", "tag"):
         for string in _strings(frontmatter.get(key)):
             for word in re.split(r"[,\s]+", string):
                 word = word.lstrip("#")
                 if _tag_end(word, 0, len(word)) == len(word) and (tag := _valid_tag(word)):
-                    tags.append(tag)
+                    tags.append((key, tag))
     return tags
+
+
+def _frontmatter_key_line(yaml_text: str, key: str) -> int:
+    """1-based file line of a top-level ``key:``; the first YAML line if it is not found
+    (e.g. a flow mapping), since the value is still somewhere in the frontmatter."""
+    key_at_line_start = re.compile(rf"[\"']?{re.escape(key)}[\"']?[ \t]*:")
+    for index, line in enumerate(_LINE_BREAK.split(yaml_text)):
+        if key_at_line_start.match(line):
+            return index + 2  # +1 for 1-based, +1 for the opening fence
+    return 2
 
 
 def _first_timestamp(frontmatter: dict, keys: tuple[str, ...]) -> str | None:
@@ -397,7 +417,7 @@ def _tag_rule(state: StateInline, silent: bool) -> bool:
     if not silent:
         token = state.push("tag", "", 0)
         token.content = src[start:end]
-        token.meta = {"tag": tag}
+        token.meta = {"tag": tag, "offset": start}
     state.pos = end
     return True
 
@@ -494,7 +514,8 @@ _RELATION = re.compile(
 )
 
 
-def _collect_body(body: str, body_start_line: int, note: ParsedNote, tags: list[str]) -> None:
+def _collect_body(body: str, body_start_line: int, note: ParsedNote,
+                  tags: list[tuple[str, int]]) -> None:
     tokens = _parser().parse(body)
     for index, token in enumerate(tokens):
         if token.type != "inline" or token.map is None:
@@ -520,7 +541,8 @@ class _OpenLink:
         self.text: list[str] = []
 
 
-def _collect_inline(inline: Token, first_line: int, note: ParsedNote, tags: list[str]) -> None:
+def _collect_inline(inline: Token, first_line: int, note: ParsedNote,
+                    tags: list[tuple[str, int]]) -> None:
     content = inline.content
     line_breaks = [found.start() for found in re.finditer("\n", content)]
 
@@ -547,7 +569,7 @@ def _collect_inline(inline: Token, first_line: int, note: ParsedNote, tags: list
                 piece = f"\x00{len(relation_sides)}\x00"
                 relation_sides.append(wikilink)
         elif child.type == "tag":
-            tags.append(child.meta["tag"])
+            tags.append((child.meta["tag"], line_at(offset)))
         elif child.type == "image":
             src = str(child.attrs.get("src", ""))
             note.links.append(MarkdownLink(src, child.content, line_at(cursor), True, False))

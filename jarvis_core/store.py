@@ -19,12 +19,13 @@ _LINK = pl.Struct({"url": pl.Utf8, "text": pl.Utf8, "line": pl.Int32,
 _HEADING = pl.Struct({"level": pl.Int32, "text": pl.Utf8, "line": pl.Int32})
 _RELATION = pl.Struct({"subject": pl.Utf8, "relation": pl.Utf8, "object": pl.Utf8,
                        "line": pl.Int32})
+_TAG_LINES = pl.Struct({"tag": pl.Utf8, "lines": pl.List(pl.Int32)})
 
 NOTES = pl.Schema({
     "source": pl.Utf8, "path": pl.Utf8, "note_key": pl.Utf8, "title": pl.Utf8,
     "size_bytes": pl.Int64, "mtime_ns": pl.Int64, "content_hash": pl.Utf8,
     "parser_version": pl.Int32, "frontmatter": pl.Utf8, "frontmatter_error": pl.Utf8,
-    "aliases": pl.List(pl.Utf8), "tags": pl.List(pl.Utf8),
+    "aliases": pl.List(pl.Utf8), "tags": pl.List(pl.Utf8), "tag_lines": pl.List(_TAG_LINES),
     "wikilinks": pl.List(_WIKILINK), "embeds": pl.List(_WIKILINK), "links": pl.List(_LINK),
     "headings": pl.List(_HEADING), "block_ids": pl.List(pl.Utf8),
     "relations": pl.List(_RELATION), "frontmatter_links": pl.Utf8,
@@ -90,8 +91,13 @@ def create_table_sql(name: str) -> str:
 
 
 def ensure_schema(conn: duckdb.DuckDBPyConnection) -> None:
-    for name in TABLES:
+    """Create missing tables and add columns a newer release declares to existing ones
+    (their values are filled when the version bump re-processes the rows)."""
+    for name, (schema, _) in TABLES.items():
         conn.execute(create_table_sql(name))
+        for column, dtype in schema.items():
+            conn.execute(f'ALTER TABLE {name} ADD COLUMN IF NOT EXISTS "{column}" '
+                         f"{duckdb_type(dtype)}")
 
 
 def frame(table: str, rows: Iterable[dict]) -> pl.DataFrame:

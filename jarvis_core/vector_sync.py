@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Protocol
 
 import numpy as np
@@ -52,7 +52,7 @@ def payload(row: dict) -> dict:
         "source_type": row["source_type"], "doc_key": row["doc_key"], "path": row["path"],
         "title": row["title"], "heading": (row["heading_path"] or [""])[-1],
         "heading_path": list(row["heading_path"] or []), "tags": list(row["tags"] or []),
-        "modified_at": modified.replace(tzinfo=timezone.utc).isoformat()
+        "modified_at": modified.replace(tzinfo=UTC).isoformat()
         if isinstance(modified, datetime) else None,
     }
 

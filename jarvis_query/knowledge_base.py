@@ -63,8 +63,15 @@ class KnowledgeBase:
                 settings = self.config.embedding
                 self._embedders[model] = Embedder(model, device=settings.device,
                                                   batch_size=settings.batch_size,
-                                                  backend=settings.backend)
+                                                  backend=settings.backend,
+                                                  cache_dir=self.config.cache_dir)
             return self._embedders[model]
+
+    def embed_query(self, model: str, query: str):
+        """One query at a time: the model's tokenizer is not safe to share across threads."""
+        embedder = self.embedder(model)
+        with self._embedder_lock:
+            return embedder.embed_query(query)
 
     def check_vault(self, vault: str | None) -> None:
         if vault is not None and vault not in self.config.vaults:
@@ -81,7 +88,7 @@ class KnowledgeBase:
             raise QueryError("similarity_threshold must be between -1 and 1")
         self.check_vault(vault)
         snapshot = self.snapshots.current()
-        vector = self.embedder(snapshot.model).embed_query(query)
+        vector = self.embed_query(snapshot.model, query)
         hits = snapshot.vectors.search(
             vector, limit=limit,
             filters=VectorFilter(sources=[vault]) if vault else None,

@@ -2,6 +2,7 @@
 
 import os
 from contextlib import contextmanager
+from pathlib import Path
 
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster_duckdb import DuckDBResource
@@ -39,6 +40,7 @@ class EmbedderResource(ConfigurableResource):
     device: str = "cpu"
     batch_size: int = 32
     backend: str = "auto"
+    cache_dir: str
 
     _embedder = PrivateAttr(default=None)
 
@@ -46,8 +48,8 @@ class EmbedderResource(ConfigurableResource):
         if self._embedder is None:
             from jarvis_core.embedder import Embedder
 
-            self._embedder = Embedder(self.model, device=self.device,
-                                      batch_size=self.batch_size, backend=self.backend)
+            self._embedder = Embedder(self.model, device=self.device, batch_size=self.batch_size,
+                                      backend=self.backend, cache_dir=Path(self.cache_dir))
         return self._embedder
 
 
@@ -68,8 +70,6 @@ class VectorStoreResource(ConfigurableResource):
 
     @contextmanager
     def open(self, model: str, dimension: int):
-        from pathlib import Path
-
         from jarvis_core.vectors import (
             EdgeVectorStore,
             QdrantServerVectorStore,
@@ -99,7 +99,8 @@ def build_resources(config: JarvisConfig) -> dict:
             config_file=str(config.config_path) if config.config_path else EnvVar(CONFIG_ENV)),
         "duckdb": DuckDBResource(database=str(config.duckdb_path)),
         "embedder": EmbedderResource(model=embedding.model, device=embedding.device,
-                                     batch_size=embedding.batch_size, backend=embedding.backend),
+                                     batch_size=embedding.batch_size, backend=embedding.backend,
+                                     cache_dir=str(config.cache_dir)),
         "vectors": VectorStoreResource(path=str(config.vectors_path),
                                        url=_env_or(QDRANT_URL_ENV, config.vectors.url),
                                        api_key=_env_or(QDRANT_API_KEY_ENV, None)),

@@ -15,18 +15,18 @@ def test_refresh_then_status_as_json(sample_config):
     config = str(sample_config.config_path)
     first = invoke("--config", config, "refresh", "--json")
     assert first.exit_code == 0, first.output
-    report = json.loads(first.output)
+    report = json.loads(first.stdout)
     [source] = report["sources"]
     assert report["ok"] and source["source"] == "sample"
     assert source["layers"]["raw_notes"]["new"] == 53
     assert source["layers"]["chunks"]["rows"] > 53
     assert all(check["passed"] for check in source["checks"])
 
-    second = json.loads(invoke("--config", config, "refresh", "--json").output)
+    second = json.loads(invoke("--config", config, "refresh", "--json").stdout)
     assert second["sources"][0]["layers"]["raw_notes"]["unchanged"] == 53
     assert second["sources"][0]["layers"]["chunks"]["new"] == 0
 
-    status = json.loads(invoke("--config", config, "status", "--json").output)
+    status = json.loads(invoke("--config", config, "status", "--json").stdout)
     [row] = status["sources"]
     assert (row["name"], row["kind"], row["notes"]) == ("sample", "vault", 53)
     assert row["chunks"] == source["layers"]["chunks"]["rows"]

