@@ -9,12 +9,18 @@ from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.chunks import chunks
 from jarvis_assets.embeddings import embeddings
+from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.metadata import markdown_table
 from jarvis_assets.notes import raw_notes
 from jarvis_core import store
 from jarvis_core.chunking import embedding_text
 from jarvis_core.models import token_counter
-from jarvis_resources import EmbedderResource, JarvisConfigResource, VectorStoreResource
+from jarvis_resources import (
+    EmbedderResource,
+    GraphStoreResource,
+    JarvisConfigResource,
+    VectorStoreResource,
+)
 
 _PARTITION_TAG = "dagster/partition"
 
@@ -156,5 +162,79 @@ def vector_store_consistency(context: dg.AssetCheckExecutionContext,
         metadata={"orphans": sum(row["orphans"] for row in per_source)})
 
 
+@dg.asset_check(asset=knowledge_graph, blocking=True,
+                description="Every edge ends at a stored node, in DuckDB and in the graph "
+                "store (broken links are recorded apart, never as edges).")
+def no_dangling_edges(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
+                      duckdb: DuckDBResource, graph: GraphStoreResource) -> dg.AssetCheckResult:
+    with duckdb.get_connection() as conn:
+        dangling = store.read_frame(conn, """
+            SELECT e.source, e.src, e.relation, e.dst FROM graph_edges e
+            WHERE list_contains(?, e.source)
+              AND (NOT EXISTS (SELECT 1 FROM graph_nodes n WHERE n.node_key = e.src)
+                   OR NOT EXISTS (SELECT 1 FROM graph_nodes n WHERE n.node_key = e.dst))
+        """, [_sources_in_scope(context, jarvis)]).to_dicts()
+    with graph.open() as graph_store:
+        in_store = graph_store.dangling_edges()
+    return dg.AssetCheckResult(
+        passed=not dangling and in_store == 0,
+        metadata={"dangling_in_tables": len(dangling), "dangling_in_store": in_store,
+                  "graph_store": graph.backend,
+                  "examples": markdown_table(dangling, ["source", "src", "relation", "dst"])})
+
+
+@dg.asset_check(asset=knowledge_graph, blocking=True,
+                description="Every edge carries the line it was read from, and every chunk it "
+                "cites as evidence exists (frontmatter edges cite no chunk: it is not chunked).")
+def every_edge_has_evidence(context: dg.AssetCheckExecutionContext,
+                            jarvis: JarvisConfigResource,
+                            duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    with duckdb.get_connection() as conn:
+        missing = store.read_frame(conn, """
+            WITH cited AS (
+                SELECT edge_key, unnest(evidence) AS chunk_id FROM graph_edges
+                WHERE list_contains($1, source)
+            ), unknown AS (
+                SELECT edge_key, count(*) AS unknown_chunks FROM cited
+                WHERE chunk_id NOT IN (SELECT chunk_id FROM chunks) GROUP BY edge_key
+            )
+            SELECT e.origin, e.relation, e.dst,
+                   coalesce(trim(e.evidence_text), '') = '' AS no_text,
+                   coalesce(u.unknown_chunks, 0) AS unknown_chunks
+            FROM graph_edges e LEFT JOIN unknown u USING (edge_key)
+            WHERE list_contains($1, e.source)
+              AND (coalesce(trim(e.evidence_text), '') = '' OR u.unknown_chunks > 0)
+        """, [_sources_in_scope(context, jarvis)]).to_dicts()
+    return dg.AssetCheckResult(
+        passed=not missing,
+        metadata={"edges_without_evidence": len(missing),
+                  "examples": markdown_table(missing, ["origin", "relation", "dst", "no_text",
+                                                       "unknown_chunks"])})
+
+
+@dg.asset_check(asset=knowledge_graph, description="Share of links that resolve to nothing or "
+                "to several notes, per vault, stays under graph.max_broken_link_ratio (warning).")
+def broken_link_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
+                      duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    limit = jarvis.load().graph.max_broken_link_ratio
+    with duckdb.get_connection() as conn:
+        rows = store.read_frame(conn, """
+            SELECT s.source,
+                   (SELECT count(*) FROM graph_edges e WHERE e.source = s.source
+                      AND e.relation IN ('LINKS_TO', 'EMBEDS')) AS links,
+                   (SELECT count(*) FROM graph_broken_links b WHERE b.source = s.source) AS broken
+            FROM (SELECT unnest(?::VARCHAR[]) AS source) s
+        """, [_sources_in_scope(context, jarvis)]).to_dicts()
+    for row in rows:
+        total = row["links"] + row["broken"]
+        row["ratio"] = round(row["broken"] / total, 4) if total else 0.0
+    worst = max((row["ratio"] for row in rows), default=0.0)
+    return dg.AssetCheckResult(
+        passed=worst <= limit, severity=dg.AssetCheckSeverity.WARN,
+        metadata={"worst_ratio": worst, "limit": limit,
+                  "per_vault": markdown_table(rows, ["source", "links", "broken", "ratio"])})
+
+
 asset_checks = [failed_file_ratio, every_note_has_chunks, chunks_within_token_limit,
-                chunk_ids_unique, vector_store_consistency]
+                chunk_ids_unique, vector_store_consistency, no_dangling_edges,
+                every_edge_has_evidence, broken_link_ratio]

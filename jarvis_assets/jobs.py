@@ -2,12 +2,12 @@
 
 import dagster as dg
 
-PER_SOURCE_GROUPS = ("sources", "text", "vectors")
+PER_SOURCE_GROUPS = ("sources", "text", "vectors", "graph")
 
 refresh_sources_job = dg.define_asset_job(
     name="refresh_sources",
     selection=dg.AssetSelection.groups(*PER_SOURCE_GROUPS),
-    description="Ingest, chunk and embed one source; unchanged items are skipped.",
+    description="Ingest, chunk, embed and link one source; unchanged items are skipped.",
 )
 
 publish_serving_job = dg.define_asset_job(

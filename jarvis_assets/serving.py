@@ -6,8 +6,14 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.embeddings import VECTORS_POOL, embeddings
+from jarvis_assets.graph import knowledge_graph
 from jarvis_core import serving
-from jarvis_resources import EmbedderResource, JarvisConfigResource, VectorStoreResource
+from jarvis_resources import (
+    EmbedderResource,
+    GraphStoreResource,
+    JarvisConfigResource,
+    VectorStoreResource,
+)
 
 # Table -> the query that fills its serving copy (note bodies stay out: read-note reads files).
 SERVING_TABLES = {
@@ -15,11 +21,15 @@ SERVING_TABLES = {
     "chunks": "SELECT * FROM chunks",
     "attachments": "SELECT * FROM attachments",
     "ingest_failures": "SELECT * FROM ingest_failures",
+    "graph_nodes": "SELECT * FROM graph_nodes",
+    "graph_edges": "SELECT * FROM graph_edges",
+    "graph_broken_links": "SELECT * FROM graph_broken_links",
+    "chunk_mentions": "SELECT * FROM chunk_mentions",
 }
 
 
 @dg.asset(
-    deps=[embeddings],
+    deps=[embeddings, knowledge_graph],
     group_name="serving",
     kinds={"duckdb", "qdrant"},
     pool=VECTORS_POOL,
@@ -27,9 +37,9 @@ SERVING_TABLES = {
 )
 def serving_snapshot(
     context: dg.AssetExecutionContext, jarvis: JarvisConfigResource, duckdb: DuckDBResource,
-    embedder: EmbedderResource, vectors: VectorStoreResource,
+    embedder: EmbedderResource, vectors: VectorStoreResource, graph: GraphStoreResource,
 ) -> dg.MaterializeResult:
-    """Publishes the tables and vectors as a new version that query processes switch to
+    """Publishes the tables, vectors and graph as a new version that query processes switch to
     atomically, so they never read a store that a refresh is writing."""
     config = jarvis.load()
     started = time.perf_counter()
@@ -46,9 +56,13 @@ def serving_snapshot(
             collection = store.collection
             if vectors.backend == "edge":
                 store.publish_copy(staging / serving.VECTORS_DIR)
+        if graph.backend == "embedded":
+            with graph.open() as graph_store:
+                graph_store.publish_copy(staging / serving.GRAPH_FILE)
         version = serving.commit_version(config.data_dir, name, staging, {
             "model": model.model, "dimension": model.dimension,
             "vector_backend": vectors.backend, "collection": collection,
+            "graph_backend": graph.backend,
             "chunks": chunk_count, "chunks_hash": chunks_hash, "vectors": vector_counts,
         })
     except BaseException:

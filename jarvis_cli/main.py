@@ -157,6 +157,43 @@ def search(obj: _Context, query: str, vault: str | None, limit: int,
     _emit({"query": query, "results": [r.as_dict() for r in results]}, as_json, render)
 
 
+@cli.command()
+@click.argument("note")
+@click.option("--depth", default=1, show_default=True, help="Hops from the note (1-3).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def graph(obj: _Context, note: str, depth: int, as_json: bool) -> None:
+    """Graph search: the notes, tags and links around NOTE (a path or a title)."""
+    try:
+        result = _knowledge_base(obj).search_graph(note, depth=depth)
+    except _query_errors() as exc:
+        raise click.ClickException(str(exc)) from exc
+
+    def render(data: dict) -> None:
+        if not data["available"]:
+            click.echo(data["message"])
+            click.echo("semantic results instead:")
+            for hit in data["fallback"]:
+                click.echo(f"  {hit['score']:.3f}  {hit['vault']}/{hit['path']}")
+            return
+        center = data["center"]
+        click.echo(f"{center['title']} ({data['vault']}/{data['path']}), depth {data['depth']}: "
+                   + ", ".join(f"{n} {what}" for what, n in data["counts"].items()
+                               if what != "by_relation"))
+        for relation, edges in data["relationships"].items():
+            click.echo(f"\n{relation} ({len(edges)})")
+            for edge in edges[:20]:
+                click.echo(f"  {edge['src_title']} → {edge['dst_title']}")
+            if len(edges) > 20:
+                click.echo(f"  … {len(edges) - 20} more")
+        click.echo("\nnotes:")
+        for found in data["notes"]:
+            tags = f"  #{' #'.join(found['tags'])}" if found["tags"] else ""
+            click.echo(f"  [{found['distance']}] {found['title']}{tags}")
+
+    _emit(result, as_json, render)
+
+
 @cli.command(name="eval")
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False))
 @click.option("--mode", type=click.Choice(["dense"]), default="dense", show_default=True)
@@ -188,6 +225,58 @@ def evaluate(obj: _Context, dataset: str, mode: str, split: str, as_json: bool) 
     _emit(result, as_json, lambda d: click.echo(
         f"{d['dataset']} ({d['mode']}, {d['queries']} queries): "
         f"nDCG@10 {d['ndcg_at_10']:.4f}, recall@10 {d['recall_at_10']:.4f}"))
+
+
+@cli.group()
+def bench() -> None:
+    """Benchmarks that print figures (JSON with --json)."""
+
+
+@bench.command(name="embed")
+@click.option("--chunks", "n_chunks", default=256, show_default=True)
+@click.option("--batch-size", default=32, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def bench_embed(obj: _Context, n_chunks: int, batch_size: int, as_json: bool) -> None:
+    """Embedding throughput and fidelity of every backend available here."""
+    from jarvis_bench.embed import run_embed_benchmark
+
+    config = obj.config()
+    result = run_embed_benchmark(config.embedding.model, n_chunks=n_chunks,
+                                 batch_size=batch_size, cache_dir=config.cache_dir)
+
+    def render(data: dict) -> None:
+        rows = [{"backend": name, **entry} for name, entry in data["backends"].items()]
+        click.echo(_table(rows, ["backend", "chunks_per_s", "mean_cosine", "min_cosine",
+                                 "top10_overlap", "reason"]))
+        click.echo(f"default: {data['default_backend']} = {data['default_vs_fastest']:.0%} "
+                   f"of the fastest ({data['fastest_backend']})")
+
+    _emit(result, as_json, render)
+
+
+@bench.command(name="search")
+@click.option("--sizes", default="10000,100000", show_default=True,
+              help="Comma-separated corpus sizes (chunks).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def bench_search(obj: _Context, sizes: str, as_json: bool) -> None:
+    """Semantic query latency (p50/p95, query embedding included) per corpus size."""
+    from jarvis_bench.search import run_search_benchmark
+
+    config = obj.config()
+    try:
+        parsed = tuple(int(size) for size in sizes.split(","))
+    except ValueError as exc:
+        raise click.ClickException(f"--sizes: not a list of integers: {sizes}") from exc
+    result = run_search_benchmark(config.embedding.model, parsed, cache_dir=config.cache_dir)
+
+    def render(data: dict) -> None:
+        rows = [{"chunks": size, **figures} for size, figures in data["sizes"].items()]
+        click.echo(_table(rows, ["chunks", "p50_ms", "p95_ms", "index_build_seconds",
+                                 "snapshot_open_seconds"]))
+
+    _emit(result, as_json, render)
 
 
 @cli.command()

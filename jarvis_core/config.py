@@ -28,6 +28,9 @@ CONFIG_ENV = "JARVIS_CONFIG"
 HOME_ENV = "JARVIS_HOME"
 QDRANT_URL_ENV = "QDRANT_URL"
 QDRANT_API_KEY_ENV = "QDRANT_API_KEY"
+NEO4J_URI_ENV = "NEO4J_URI"
+NEO4J_USER_ENV = "NEO4J_USER"
+NEO4J_PASSWORD_ENV = "NEO4J_PASSWORD"
 DEFAULT_CONFIG_NAME = "jarvis.yaml"
 DEFAULT_DATA_DIR = ".jarvis"
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -104,6 +107,15 @@ class VectorSettings(_Strict):
     url: str | None = None
 
 
+class GraphSettings(_Strict):
+    """Graph extraction; Neo4j is used instead of the embedded store when $NEO4J_URI is set
+    (with $NEO4J_USER and $NEO4J_PASSWORD; credentials never live in this file)."""
+
+    relation_fields: tuple[str, ...] = (
+        "related", "up", "parent", "down", "next", "prev", "source", "author")
+    max_broken_link_ratio: float = Field(default=0.2, ge=0, le=1)
+
+
 class JarvisConfig(_Strict):
     """The whole validated configuration; paths are absolute."""
 
@@ -114,6 +126,7 @@ class JarvisConfig(_Strict):
     chunking: ChunkSettings = ChunkSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     vectors: VectorSettings = VectorSettings()
+    graph: GraphSettings = GraphSettings()
 
     @model_validator(mode="after")
     def _overlap_below_chunk_size(self) -> JarvisConfig:
@@ -134,6 +147,10 @@ class JarvisConfig(_Strict):
     @property
     def vectors_path(self) -> Path:
         return self.data_dir / "vectors"
+
+    @property
+    def graph_path(self) -> Path:
+        return self.data_dir / "graph" / "graph.sqlite"
 
     @property
     def cache_dir(self) -> Path:

@@ -23,6 +23,7 @@ import duckdb
 
 SERVING_TABLES_FILE = "tables.duckdb"
 VECTORS_DIR = "vectors"
+GRAPH_FILE = "graph.sqlite"
 MANIFEST_FILE = "manifest.json"
 KEEP_VERSIONS = 2
 
@@ -48,6 +49,10 @@ class PublishedVersion:
     @property
     def vectors_path(self) -> Path:
         return self.path / VECTORS_DIR
+
+    @property
+    def graph_path(self) -> Path:
+        return self.path / GRAPH_FILE
 
 
 class NotPublished(RuntimeError):

@@ -57,12 +57,43 @@ CHUNKED_DOCUMENTS = pl.Schema({
     "chunk_config": pl.Utf8, "chunk_count": pl.Int32,
 })
 
+GRAPH_NODES = pl.Schema({
+    "source": pl.Utf8, "node_key": pl.Utf8, "type": pl.Utf8, "title": pl.Utf8,
+    "node_source": pl.Utf8, "properties": pl.Utf8,
+    "first_seen": pl.Datetime("us"), "last_seen": pl.Datetime("us"),
+})
+
+GRAPH_EDGES = pl.Schema({
+    "edge_key": pl.Utf8, "source": pl.Utf8, "origin": pl.Utf8, "src": pl.Utf8, "dst": pl.Utf8,
+    "relation": pl.Utf8, "confidence": pl.Utf8, "extractor": pl.Utf8,
+    "evidence": pl.List(pl.Utf8), "evidence_text": pl.Utf8, "weight": pl.Float64,
+})
+
+BROKEN_LINKS = pl.Schema({
+    "source": pl.Utf8, "origin": pl.Utf8, "target": pl.Utf8, "reason": pl.Utf8,
+    "candidates": pl.List(pl.Utf8), "line": pl.Int32, "evidence": pl.List(pl.Utf8),
+})
+
+CHUNK_MENTIONS = pl.Schema({
+    "source": pl.Utf8, "origin": pl.Utf8, "chunk_id": pl.Utf8, "node_key": pl.Utf8,
+})
+
+GRAPH_ORIGINS = pl.Schema({
+    "source": pl.Utf8, "origin": pl.Utf8, "fingerprint": pl.Utf8,
+    "extracted_at": pl.Datetime("us"),
+})
+
 TABLES: dict[str, tuple[pl.Schema, tuple[str, ...]]] = {
     "notes": (NOTES, ("source", "path")),
     "attachments": (ATTACHMENTS, ("source", "path")),
     "ingest_failures": (INGEST_FAILURES, ("source", "path")),
     "chunks": (CHUNKS, ()),  # uniqueness of chunk_id is an asset check, not a constraint
     "chunked_documents": (CHUNKED_DOCUMENTS, ("source", "doc_key")),
+    "graph_nodes": (GRAPH_NODES, ("source", "node_key")),
+    "graph_edges": (GRAPH_EDGES, ()),  # dangling or duplicate edges are asset checks
+    "graph_broken_links": (BROKEN_LINKS, ()),
+    "chunk_mentions": (CHUNK_MENTIONS, ()),
+    "graph_origins": (GRAPH_ORIGINS, ("source", "origin")),
 }
 
 _SCALARS = {
@@ -112,9 +143,10 @@ def replace_rows(
     source: str,
     remove_paths: Iterable[str] | None,
     rows: pl.DataFrame,
+    key_column: str = "path",
 ) -> None:
-    """Delete a source's rows for ``remove_paths`` (all of them for None), then insert
-    ``rows``, in one transaction so readers never see half a refresh."""
+    """Delete a source's rows whose ``key_column`` is in ``remove_paths`` (all of them for
+    None), then insert ``rows``, in one transaction so readers never see half a refresh."""
     remove = pl.DataFrame({"p": sorted(set(remove_paths or ()))}, schema={"p": pl.Utf8})
     conn.execute("BEGIN TRANSACTION")
     try:
@@ -122,7 +154,7 @@ def replace_rows(
             conn.execute(f"DELETE FROM {table} WHERE source = ?", [source])
         else:
             conn.register("jarvis_remove", remove.to_arrow())
-            conn.execute(f"DELETE FROM {table} WHERE source = ? AND path IN "
+            conn.execute(f'DELETE FROM {table} WHERE source = ? AND "{key_column}" IN '
                          "(SELECT p FROM jarvis_remove)", [source])
         if rows.height:
             conn.register("jarvis_rows", rows.to_arrow())

@@ -9,12 +9,16 @@ from __future__ import annotations
 import threading
 from dataclasses import asdict, dataclass
 
+from neo4j.exceptions import DriverError, Neo4jError
+
 from jarvis_core.config import JarvisConfig
+from jarvis_core.graph_store import graph_search
 from jarvis_core.vectors import VectorFilter
-from jarvis_query.snapshot import Snapshot, SnapshotProvider
+from jarvis_query.snapshot import GraphUnavailable, Snapshot, SnapshotProvider
 
 MAX_LIMIT = 50
 SNIPPET_CHARS = 300
+MIN_DEPTH, MAX_DEPTH = 1, 3
 
 
 class QueryError(ValueError):
@@ -94,6 +98,46 @@ class KnowledgeBase:
             filters=VectorFilter(sources=[vault]) if vault else None,
             score_threshold=similarity_threshold)
         return self._results(snapshot, [(hit.chunk_id, hit.score) for hit in hits])
+
+    def find_note(self, snapshot: Snapshot, note: str) -> tuple[str, str, str]:
+        """(note key, vault, path) for a vault-relative path (".md" optional, a vault name
+        may lead it) or a title; QueryError when it names no note or several."""
+        wanted = note.strip().strip("/")
+        vault, _, rest = wanted.partition("/")
+        candidates = {wanted, wanted + ".md"}
+        if vault in self.config.vaults and rest:
+            candidates |= {rest, rest + ".md"}
+        rows = snapshot.cursor().execute(
+            "SELECT note_key, source, path FROM notes WHERE list_contains(?, path) "
+            "OR lower(title) = lower(?) ORDER BY source, path",
+            [sorted(candidates), wanted]).fetchall()
+        if vault in self.config.vaults and rest:
+            rows = [row for row in rows if row[1] == vault] or rows
+        if not rows:
+            raise QueryError(f"Note not found: '{note}'")
+        if len(rows) > 1:
+            places = ", ".join(f"{source}/{path}" for _, source, path in rows)
+            raise QueryError(f"'{note}' names several notes: {places}; give the path")
+        return rows[0]
+
+    def search_graph(self, query_note_path: str, depth: int = 1) -> dict:
+        """The note's neighbourhood: connected notes with tags, relationships by type, counts.
+        When the graph cannot be searched, says why and falls back to semantic search."""
+        if not query_note_path or not query_note_path.strip():
+            raise QueryError("query_note_path parameter is required")
+        if isinstance(depth, bool) or not isinstance(depth, int) \
+                or not MIN_DEPTH <= depth <= MAX_DEPTH:
+            raise QueryError(f"depth must be between {MIN_DEPTH} and {MAX_DEPTH}")
+        snapshot = self.snapshots.current()
+        key, vault, path = self.find_note(snapshot, query_note_path)
+        try:
+            result = graph_search(snapshot.graph(), key, depth)
+        except (GraphUnavailable, OSError, DriverError, Neo4jError) as exc:
+            title = path.rsplit("/", 1)[-1].removesuffix(".md")
+            return {"available": False,
+                    "message": f"Graph search is currently unavailable: {exc}",
+                    "fallback": [r.as_dict() for r in self.search_semantic(title, vault=vault)]}
+        return {"available": True, "vault": vault, "path": path, **result}
 
     @staticmethod
     def _results(snapshot: Snapshot, scored: list[tuple[str, float]]) -> list[SearchResult]:

@@ -8,16 +8,27 @@ import os
 import shutil
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
 from jarvis_core import serving
-from jarvis_core.config import QDRANT_API_KEY_ENV, JarvisConfig
+from jarvis_core.config import (
+    NEO4J_PASSWORD_ENV,
+    NEO4J_URI_ENV,
+    NEO4J_USER_ENV,
+    QDRANT_API_KEY_ENV,
+    JarvisConfig,
+)
+from jarvis_core.graph_store import CachedGraphStore, GraphStore, Neo4jGraphStore
 from jarvis_core.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorStore
 
 _READERS_DIR = ".readers"
+
+
+class GraphUnavailable(RuntimeError):
+    """The graph cannot be searched right now; the message says why."""
 
 
 @dataclass
@@ -28,6 +39,26 @@ class Snapshot:
     tables: duckdb.DuckDBPyConnection
     vectors: VectorStore
     _private_copy: Path | None = None
+    _graph: GraphStore | None = None
+    _graph_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def graph(self) -> GraphStore:
+        """The graph of this version, opened on first use: the published embedded copy (its
+        adjacency cached in memory) or Neo4j when the version was built against it."""
+        with self._graph_lock:
+            if self._graph is None:
+                if self.version.manifest.get("graph_backend") == "neo4j":
+                    uri = os.environ.get(NEO4J_URI_ENV)
+                    if not uri:
+                        raise GraphUnavailable("the graph lives in Neo4j but NEO4J_URI is "
+                                               "not set")
+                    self._graph = Neo4jGraphStore(uri, os.environ.get(NEO4J_USER_ENV, "neo4j"),
+                                                  os.environ.get(NEO4J_PASSWORD_ENV, ""))
+                elif not self.version.graph_path.is_file():
+                    raise GraphUnavailable(f"serving version {self.version.name} has no graph")
+                else:
+                    self._graph = CachedGraphStore(self.version.graph_path)
+            return self._graph
 
     @property
     def model(self) -> str:
@@ -38,6 +69,8 @@ class Snapshot:
         return self.tables.cursor()
 
     def close(self) -> None:
+        if self._graph is not None:
+            self._graph.close()
         self.vectors.close()
         self.tables.close()
         if self._private_copy:

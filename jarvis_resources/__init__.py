@@ -1,4 +1,5 @@
-"""Dagster resources of Jarvis: configuration, DuckDB tables, embedder and vector store."""
+"""Dagster resources of Jarvis: configuration, DuckDB tables, embedder, vector and graph
+stores."""
 
 import os
 from contextlib import contextmanager
@@ -10,6 +11,9 @@ from pydantic import PrivateAttr
 
 from jarvis_core.config import (
     CONFIG_ENV,
+    NEO4J_PASSWORD_ENV,
+    NEO4J_URI_ENV,
+    NEO4J_USER_ENV,
     QDRANT_API_KEY_ENV,
     QDRANT_URL_ENV,
     JarvisConfig,
@@ -85,6 +89,34 @@ class VectorStoreResource(ConfigurableResource):
             store.close()
 
 
+class GraphStoreResource(ConfigurableResource):
+    """The graph the query side searches: an embedded SQLite store under ``path`` by
+    default, Neo4j when ``neo4j_uri`` is set. DuckDB's graph tables stay the source of truth."""
+
+    path: str
+    neo4j_uri: str | None = None
+    neo4j_user: str = "neo4j"
+    neo4j_password: str | None = None
+
+    @property
+    def backend(self) -> str:
+        return "neo4j" if self.neo4j_uri else "embedded"
+
+    @contextmanager
+    def open(self):
+        from jarvis_core.graph_store import Neo4jGraphStore, SqliteGraphStore
+
+        if self.neo4j_uri:
+            store = Neo4jGraphStore(self.neo4j_uri, self.neo4j_user, self.neo4j_password or "")
+        else:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            store = SqliteGraphStore(Path(self.path))
+        try:
+            yield store
+        finally:
+            store.close()
+
+
 def _env_or(name: str, fallback: str | None):
     """An EnvVar (resolved at run time, hidden in the UI) when set, else the fallback."""
     return EnvVar(name) if os.environ.get(name) else fallback
@@ -101,6 +133,10 @@ def build_resources(config: JarvisConfig) -> dict:
         "embedder": EmbedderResource(model=embedding.model, device=embedding.device,
                                      batch_size=embedding.batch_size, backend=embedding.backend,
                                      cache_dir=str(config.cache_dir)),
+        "graph": GraphStoreResource(path=str(config.graph_path),
+                                    neo4j_uri=_env_or(NEO4J_URI_ENV, None),
+                                    neo4j_user=_env_or(NEO4J_USER_ENV, "neo4j"),
+                                    neo4j_password=_env_or(NEO4J_PASSWORD_ENV, None)),
         "vectors": VectorStoreResource(path=str(config.vectors_path),
                                        url=_env_or(QDRANT_URL_ENV, config.vectors.url),
                                        api_key=_env_or(QDRANT_API_KEY_ENV, None)),

@@ -28,7 +28,8 @@ def test_sample_vault_materializes_with_every_check_passing(sample_config, insta
     assert set(evaluations) == {"failed_file_ratio", "every_note_has_chunks",
                                 "chunks_within_token_limit", "chunk_ids_unique",
                                 "vectors_match_chunks", "vector_dimension_matches_model",
-                                "no_orphan_vectors"}
+                                "no_orphan_vectors", "no_dangling_edges",
+                                "every_edge_has_evidence", "broken_link_ratio"}
     failing = {name: e.metadata for name, e in evaluations.items() if not e.passed}
     assert not failing, f"asset checks failed on the sample vault: {failing}"
 

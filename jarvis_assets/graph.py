@@ -1,0 +1,123 @@
+"""Graph layer: notes, tags and links as typed nodes and edges with evidence."""
+
+import json
+import time
+from datetime import UTC, datetime
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from jarvis_assets.chunks import chunks
+from jarvis_assets.metadata import counts_table, markdown_table
+from jarvis_assets.partitions import source_partitions
+from jarvis_core import store
+from jarvis_core.graph_extract import extract_vault_graph
+from jarvis_resources import GraphStoreResource, JarvisConfigResource
+
+GRAPH_POOL = "jarvis_graph"
+
+_NOTE_COLUMNS = ("path, note_key, title, aliases, tags, tag_lines, wikilinks, embeds, links, "
+                 "relations, frontmatter_links, body, body_start_line, frontmatter, "
+                 "created_at, modified_at")
+
+
+def _rows(items, **extra) -> list[dict]:
+    return [{**vars(item), **extra} for item in items]
+
+
+@dg.asset(
+    partitions_def=source_partitions,
+    deps=[chunks],
+    group_name="graph",
+    kinds={"duckdb", "sqlite", "neo4j"},
+    pool=GRAPH_POOL,
+)
+def knowledge_graph(
+    context: dg.AssetExecutionContext, jarvis: JarvisConfigResource, duckdb: DuckDBResource,
+    graph: GraphStoreResource,
+) -> dg.MaterializeResult:
+    """Nodes and edges of one source, every edge with the chunks and line it came from.
+
+    Links resolve the way Obsidian resolves them; unresolved and ambiguous targets are
+    recorded in ``graph_broken_links``. Only the subgraphs of notes whose extraction changed
+    (or whose links now resolve differently) are rewritten, in DuckDB and the graph store.
+    """
+    source = context.partition_key
+    config = jarvis.load()
+    started = time.perf_counter()
+    now = datetime.now(UTC).replace(tzinfo=None)
+    with duckdb.get_connection() as conn:
+        store.ensure_schema(conn)
+        notes = store.read_frame(
+            conn, f"SELECT {_NOTE_COLUMNS} FROM notes WHERE source = ?", [source]).to_dicts()
+        chunk_rows = store.read_frame(
+            conn, "SELECT chunk_id, path, char_start, char_end FROM chunks WHERE source = ?",
+            [source]).to_dicts()
+        attachments = {path for (path,) in conn.execute(
+            "SELECT path FROM attachments WHERE source = ?", [source]).fetchall()}
+        previous = dict(conn.execute(
+            "SELECT origin, fingerprint FROM graph_origins WHERE source = ?", [source]).fetchall())
+        first_seen = dict(conn.execute(
+            "SELECT node_key, first_seen FROM graph_nodes WHERE source = ?", [source]).fetchall())
+
+    extracted = extract_vault_graph(source, notes, chunk_rows, attachments=attachments,
+                                    relation_fields=config.graph.relation_fields)
+    with graph.open() as graph_store:
+        in_sync = graph_store.note_keys(source) == set(previous)
+        changed = {origin for origin, fingerprint in extracted.fingerprints.items()
+                   if not in_sync or previous.get(origin) != fingerprint}
+        removed = set(previous) - set(extracted.fingerprints)
+        rewrite = changed | removed
+        edges = [edge for edge in extracted.edges if edge.origin in changed]
+        endpoints = {edge.src for edge in edges} | {edge.dst for edge in edges} | changed
+        graph_store.apply(removed_origins=rewrite,
+                          nodes=[node for node in extracted.nodes if node.key in endpoints],
+                          edges=edges, removed_notes=removed)
+        dangling = graph_store.dangling_edges()
+    extracted_at = time.perf_counter()
+
+    node_rows = [{"source": source, "node_key": n.key, "type": n.type, "title": n.title,
+                  "node_source": n.source, "properties": json.dumps(n.properties, default=str),
+                  "first_seen": first_seen.get(n.key, now), "last_seen": now}
+                 for n in extracted.nodes]
+    edge_rows = [{"edge_key": e.key, "source": source, "origin": e.origin, "src": e.src,
+                  "dst": e.dst, "relation": e.relation, "confidence": e.confidence,
+                  "extractor": e.extractor, "evidence": list(e.evidence),
+                  "evidence_text": e.evidence_text, "weight": e.weight} for e in edges]
+    with duckdb.get_connection() as conn:
+        for table, rows in (
+            ("graph_edges", edge_rows),
+            ("graph_broken_links", _rows(b for b in extracted.broken if b.origin in changed)),
+            ("chunk_mentions", _rows(m for m in extracted.mentions if m.origin in changed)),
+            ("graph_origins", [{"source": source, "origin": origin, "fingerprint": fingerprint,
+                                "extracted_at": now}
+                               for origin, fingerprint in extracted.fingerprints.items()
+                               if origin in changed]),
+        ):
+            store.replace_rows(conn, table, source=source, remove_paths=rewrite,
+                               rows=store.frame(table, rows), key_column="origin")
+        store.replace_rows(conn, "graph_nodes", source=source, remove_paths=None,
+                           rows=store.frame("graph_nodes", node_rows))
+        edge_total, broken_total = conn.execute(
+            "SELECT (SELECT count(*) FROM graph_edges WHERE source = $1), "
+            "(SELECT count(*) FROM graph_broken_links WHERE source = $1)", [source]).fetchone()
+        by_relation = conn.execute(
+            "SELECT relation, count(*) FROM graph_edges WHERE source = ? GROUP BY relation "
+            "ORDER BY relation", [source]).fetchall()
+
+    counts = {"new": len(changed - set(previous)), "changed": len(changed & set(previous)),
+              "unchanged": len(extracted.fingerprints) - len(changed), "deleted": len(removed),
+              "failed": 0, "nodes": len(extracted.nodes), "edges": edge_total,
+              "broken_links": broken_total}
+    context.log.info(f"{source}: graph {counts}")
+    return dg.MaterializeResult(metadata={
+        **counts,
+        "dagster/row_count": edge_total,
+        "graph_store": graph.backend,
+        "dangling_edges_in_store": dangling,
+        "edges_by_relation": counts_table(dict(by_relation)),
+        "broken_link_examples": markdown_table(
+            _rows(extracted.broken), ["origin", "target", "reason", "line"]),
+        "extract_seconds": round(extracted_at - started, 3),
+        "total_seconds": round(time.perf_counter() - started, 3),
+    })
