@@ -279,6 +279,24 @@ def bench_search(obj: _Context, sizes: str, as_json: bool) -> None:
     _emit(result, as_json, render)
 
 
+@bench.command(name="graph")
+@click.option("--notes", default=10_000, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_graph(notes: int, as_json: bool) -> None:
+    """Graph neighbourhood and graph search latency on a generated graph."""
+    from jarvis_bench.graph import run_graph_benchmark
+
+    result = run_graph_benchmark(notes)
+
+    def render(data: dict) -> None:
+        rows = [{"query": name, **figures} for name, figures in data["neighbourhood"].items()]
+        rows.append({"query": "graph_search depth 2", **data["graph_search_depth_2"]})
+        click.echo(f"{data['notes']} notes, {data['nodes']} nodes, {data['edges']} edges")
+        click.echo(_table(rows, ["query", "p50_ms", "p95_ms", "nodes_p50"]))
+
+    _emit(result, as_json, render)
+
+
 @cli.command()
 @click.option("--port", default=3000, show_default=True)
 @click.pass_obj
