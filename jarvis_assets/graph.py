@@ -1,18 +1,27 @@
 """Graph layer: notes, tags and links as typed nodes and edges with evidence."""
 
+import hashlib
 import json
 import time
 from datetime import UTC, datetime
 
 import dagster as dg
+import numpy as np
 from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.chunks import chunks
+from jarvis_assets.embeddings import embeddings
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.partitions import source_partitions
 from jarvis_core import store
-from jarvis_core.graph_extract import extract_vault_graph
-from jarvis_resources import GraphStoreResource, JarvisConfigResource
+from jarvis_core.graph_extract import extract_vault_graph, similarity_edges
+from jarvis_core.graph_model import Edge
+from jarvis_resources import (
+    EmbedderResource,
+    GraphStoreResource,
+    JarvisConfigResource,
+    VectorStoreResource,
+)
 
 GRAPH_POOL = "jarvis_graph"
 
@@ -25,22 +34,49 @@ def _rows(items, **extra) -> list[dict]:
     return [{**vars(item), **extra} for item in items]
 
 
+def _similar_notes(source: str, chunk_rows: list[dict], top_k: int, threshold: float,
+                   embedder: EmbedderResource, vectors: VectorStoreResource) -> list[Edge]:
+    """SIMILAR_TO edges between notes whose mean chunk vectors are close (inferred)."""
+    model = embedder.get()
+    with vectors.open(model.model, model.dimension) as vector_store:
+        stored = vector_store.vectors([row["chunk_id"] for row in chunk_rows])
+    by_note: dict[str, list[np.ndarray]] = {}
+    for row in chunk_rows:
+        if row["chunk_id"] in stored:
+            by_note.setdefault(row["doc_key"], []).append(stored[row["chunk_id"]])
+    return similarity_edges(source, {key: np.mean(vs, axis=0) for key, vs in by_note.items()},
+                            top_k=top_k, threshold=threshold)
+
+
+def _with_inferred(fingerprints: dict[str, str], inferred: list[Edge]) -> dict[str, str]:
+    """Fold inferred edges into their origin's fingerprint, so a changed similarity
+    rewrites that origin like any other change."""
+    extra: dict[str, list[str]] = {}
+    for edge in inferred:
+        extra.setdefault(edge.origin, []).append(f"{edge.key}:{edge.weight:.6f}")
+    return {origin: hashlib.sha256("|".join([fingerprint, *sorted(extra.get(origin, []))])
+                                   .encode()).hexdigest()
+            for origin, fingerprint in fingerprints.items()}
+
+
 @dg.asset(
     partitions_def=source_partitions,
-    deps=[chunks],
+    deps=[chunks, embeddings],
     group_name="graph",
     kinds={"duckdb", "sqlite", "neo4j"},
     pool=GRAPH_POOL,
 )
 def knowledge_graph(
     context: dg.AssetExecutionContext, jarvis: JarvisConfigResource, duckdb: DuckDBResource,
-    graph: GraphStoreResource,
+    graph: GraphStoreResource, embedder: EmbedderResource, vectors: VectorStoreResource,
 ) -> dg.MaterializeResult:
     """Nodes and edges of one source, every edge with the chunks and line it came from.
 
     Links resolve the way Obsidian resolves them; unresolved and ambiguous targets are
-    recorded in ``graph_broken_links``. Only the subgraphs of notes whose extraction changed
-    (or whose links now resolve differently) are rewritten, in DuckDB and the graph store.
+    recorded in ``graph_broken_links``. With ``graph.similarity_top_k`` set, notes whose
+    mean chunk vectors are close get inferred SIMILAR_TO edges. Only the subgraphs of notes
+    whose output changed (an edit, a link that resolves differently, a new similarity) are
+    rewritten, in DuckDB and the graph store.
     """
     source = context.partition_key
     config = jarvis.load()
@@ -51,8 +87,8 @@ def knowledge_graph(
         notes = store.read_frame(
             conn, f"SELECT {_NOTE_COLUMNS} FROM notes WHERE source = ?", [source]).to_dicts()
         chunk_rows = store.read_frame(
-            conn, "SELECT chunk_id, path, char_start, char_end FROM chunks WHERE source = ?",
-            [source]).to_dicts()
+            conn, "SELECT chunk_id, doc_key, path, char_start, char_end FROM chunks "
+                  "WHERE source = ?", [source]).to_dicts()
         attachments = {path for (path,) in conn.execute(
             "SELECT path FROM attachments WHERE source = ?", [source]).fetchall()}
         previous = dict(conn.execute(
@@ -62,13 +98,18 @@ def knowledge_graph(
 
     extracted = extract_vault_graph(source, notes, chunk_rows, attachments=attachments,
                                     relation_fields=config.graph.relation_fields)
+    settings = config.graph
+    inferred = _similar_notes(source, chunk_rows, settings.similarity_top_k,
+                              settings.similarity_threshold, embedder, vectors) \
+        if settings.similarity_top_k else []
+    fingerprints = _with_inferred(extracted.fingerprints, inferred)
     with graph.open() as graph_store:
         in_sync = graph_store.note_keys(source) == set(previous)
-        changed = {origin for origin, fingerprint in extracted.fingerprints.items()
+        changed = {origin for origin, fingerprint in fingerprints.items()
                    if not in_sync or previous.get(origin) != fingerprint}
-        removed = set(previous) - set(extracted.fingerprints)
+        removed = set(previous) - set(fingerprints)
         rewrite = changed | removed
-        edges = [edge for edge in extracted.edges if edge.origin in changed]
+        edges = [edge for edge in (*extracted.edges, *inferred) if edge.origin in changed]
         endpoints = {edge.src for edge in edges} | {edge.dst for edge in edges} | changed
         graph_store.apply(removed_origins=rewrite,
                           nodes=[node for node in extracted.nodes if node.key in endpoints],
@@ -91,7 +132,7 @@ def knowledge_graph(
             ("chunk_mentions", _rows(m for m in extracted.mentions if m.origin in changed)),
             ("graph_origins", [{"source": source, "origin": origin, "fingerprint": fingerprint,
                                 "extracted_at": now}
-                               for origin, fingerprint in extracted.fingerprints.items()
+                               for origin, fingerprint in fingerprints.items()
                                if origin in changed]),
         ):
             store.replace_rows(conn, table, source=source, remove_paths=rewrite,
@@ -106,9 +147,9 @@ def knowledge_graph(
             "ORDER BY relation", [source]).fetchall()
 
     counts = {"new": len(changed - set(previous)), "changed": len(changed & set(previous)),
-              "unchanged": len(extracted.fingerprints) - len(changed), "deleted": len(removed),
+              "unchanged": len(fingerprints) - len(changed), "deleted": len(removed),
               "failed": 0, "nodes": len(extracted.nodes), "edges": edge_total,
-              "broken_links": broken_total}
+              "inferred_edges": len(inferred), "broken_links": broken_total}
     context.log.info(f"{source}: graph {counts}")
     return dg.MaterializeResult(metadata={
         **counts,

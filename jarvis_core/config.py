@@ -114,6 +114,8 @@ class GraphSettings(_Strict):
     relation_fields: tuple[str, ...] = (
         "related", "up", "parent", "down", "next", "prev", "source", "author")
     max_broken_link_ratio: float = Field(default=0.2, ge=0, le=1)
+    similarity_top_k: int = Field(default=0, ge=0, description="0 turns SIMILAR_TO edges off")
+    similarity_threshold: float = Field(default=0.8, ge=-1, le=1)
 
 
 class JarvisConfig(_Strict):

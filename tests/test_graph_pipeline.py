@@ -110,3 +110,18 @@ def test_graph_unavailable_falls_back_to_semantic_search(refreshed):
         assert result["fallback"] and result["fallback"][0]["path"].endswith("Alerting.md")
     finally:
         kb.close()
+
+
+def test_similarity_edges_when_enabled(tmp_path, sample_vault):
+    from tests.conftest import write_config
+
+    config = write_config(tmp_path / "similar", {"sample": sample_vault},
+                          graph={"similarity_top_k": 3, "similarity_threshold": 0.6})
+    assert run_refresh(config)["ok"]
+    similar = rows(config, "SELECT src, dst, weight, confidence, extractor FROM graph_edges "
+                           "WHERE relation = 'SIMILAR_TO'")
+    assert similar
+    assert all(src < dst and weight >= 0.6 and (confidence, extractor) == ("inferred",
+               "similarity") for src, dst, weight, confidence, extractor in similar)
+    again = run_refresh(config)["sources"][0]["layers"]["knowledge_graph"]
+    assert (again["new"], again["changed"]) == (0, 0)  # stable similarities rewrite nothing
