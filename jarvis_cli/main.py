@@ -109,8 +109,12 @@ def status(obj: _Context, as_json: bool) -> None:
 
     def render(data: dict) -> None:
         click.echo(f"data directory: {data['data_dir']}")
+        published = data["published"]
+        click.echo(f"published: {published['version']} ({published['model']})" if published
+                   else "published: nothing yet")
         click.echo(_table(data["sources"], ["name", "kind", "notes", "attachments", "failed",
-                                            "chunks", "path"]))
+                                            "chunks", "vectors", "nodes", "edges",
+                                            "broken_links", "path"]))
 
     _emit(data, as_json, render)
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import duckdb
 
+from jarvis_core import serving
 from jarvis_core.config import JarvisConfig
 
 _LAYER_TABLES = {"notes": "notes", "attachments": "attachments", "failed": "ingest_failures",
-                 "chunks": "chunks"}
+                 "chunks": "chunks", "nodes": "graph_nodes", "edges": "graph_edges",
+                 "broken_links": "graph_broken_links"}
 
 
 class StoreUnavailable(RuntimeError):
@@ -50,12 +52,22 @@ def store_status(config: JarvisConfig) -> dict:
                                 ).fetchall() if table in tables else []
             for source, count in rows:
                 counts.setdefault(source, {})[layer] = count
+    try:
+        published = serving.current_version(config.data_dir)
+        for name, vectors in published.manifest.get("vectors", {}).items():
+            counts.setdefault(name, {})["vectors"] = vectors
+        version = {"version": published.name, "published_at": published.manifest["published_at"],
+                   "model": published.manifest["model"]}
+    except serving.NotPublished:
+        version = None
     for name in set(counts) - set(sources):
         sources[name] = {"kind": "unconfigured", "path": None}
+    layers = [*_LAYER_TABLES, "vectors"]
     return {
         "data_dir": str(config.data_dir),
+        "published": version,
         "sources": [{"name": name, **info,
-                     **{layer: counts.get(name, {}).get(layer, 0) for layer in _LAYER_TABLES}}
+                     **{layer: counts.get(name, {}).get(layer, 0) for layer in layers}}
                     for name, info in sorted(sources.items())],
-        "totals": {layer: sum(c.get(layer, 0) for c in counts.values()) for layer in _LAYER_TABLES},
+        "totals": {layer: sum(c.get(layer, 0) for c in counts.values()) for layer in layers},
     }

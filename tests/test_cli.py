@@ -29,7 +29,9 @@ def test_refresh_then_status_as_json(sample_config):
     status = json.loads(invoke("--config", config, "status", "--json").stdout)
     [row] = status["sources"]
     assert (row["name"], row["kind"], row["notes"]) == ("sample", "vault", 53)
-    assert row["chunks"] == source["layers"]["chunks"]["rows"]
+    assert row["chunks"] == source["layers"]["chunks"]["rows"] == row["vectors"]
+    assert row["edges"] > 0 and row["broken_links"] == 6
+    assert status["published"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def test_readable_output(sample_config):
