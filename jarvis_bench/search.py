@@ -21,7 +21,7 @@ import numpy as np
 
 from jarvis_bench.embed import synthetic_chunks
 from jarvis_core import serving, store
-from jarvis_core.config import config_from_mapping
+from jarvis_core.config import JarvisConfig
 from jarvis_core.embedder import Embedder
 from jarvis_core.vector_sync import payload
 from jarvis_core.vectors import EdgeVectorStore, VectorPoint, collection_name
@@ -93,8 +93,7 @@ def run_search_benchmark(model: str, sizes: tuple[int, ...] = (10_000, 100_000),
             data_dir = Path(tmp)
             build = _publish(data_dir, embedder, _chunk_rows(size, texts),
                              _corpus_vectors(seeds, size, rng))
-            config = config_from_mapping({"data_dir": str(data_dir), "embedding": {
-                "model": model}}, base_dir=data_dir)
+            config = JarvisConfig(data_dir=data_dir, embedding={"model": model})
             kb = KnowledgeBase(config)
             try:
                 started = time.perf_counter()
