@@ -46,7 +46,7 @@ def serving_snapshot(
     name, staging = serving.begin_version(config.data_dir)
     try:
         with duckdb.get_connection() as conn:
-            serving.copy_tables(conn, staging, SERVING_TABLES)
+            serving.copy_tables(conn, staging, SERVING_TABLES, serving.SERVING_INDEXES)
             chunk_count, chunks_hash = conn.execute(
                 "SELECT count(*), md5(coalesce(string_agg(chunk_id, ',' ORDER BY chunk_id), '')) "
                 "FROM chunks").fetchone()

@@ -55,9 +55,10 @@ def _publish(data_dir: Path, embedder: Embedder, rows: list[dict], vectors: np.n
     """Build and publish a serving version; returns the seconds the index build took."""
     name, staging = serving.begin_version(data_dir)
     chunks = store.frame("chunks", ({k: r[k] for k in store.CHUNKS} for r in rows))
-    with duckdb.connect(str(staging / serving.SERVING_TABLES_FILE)) as conn:
+    with duckdb.connect() as conn:
         conn.register("bench_chunks", chunks.to_arrow())
-        conn.execute("CREATE TABLE chunks AS SELECT * FROM bench_chunks")
+        serving.copy_tables(conn, staging, {"chunks": "SELECT * FROM bench_chunks"},
+                            serving.SERVING_INDEXES)
     collection = collection_name(embedder.model, embedder.dimension)
     with EdgeVectorStore(data_dir / "vectors", collection, embedder.dimension,
                          embedder.model) as vector_store:

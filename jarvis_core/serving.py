@@ -26,6 +26,8 @@ VECTORS_DIR = "vectors"
 GRAPH_FILE = "graph.sqlite"
 MANIFEST_FILE = "manifest.json"
 KEEP_VERSIONS = 2
+# Search results are joined to their chunk rows by id: an index makes that a point lookup.
+SERVING_INDEXES = {"chunks_by_id": "chunks(chunk_id)"}
 
 
 def serving_root(data_dir: Path) -> Path:
@@ -68,9 +70,10 @@ def begin_version(data_dir: Path) -> tuple[str, Path]:
 
 
 def copy_tables(source: duckdb.DuckDBPyConnection, staging: Path,
-                tables: dict[str, str]) -> None:
+                tables: dict[str, str], indexes: dict[str, str] | None = None) -> None:
     """Fill a new DuckDB file in ``staging``: table name -> the query over the working
-    database that fills it; one transaction, so the copy is consistent."""
+    database that fills it, then ``indexes`` (index name -> "table(column)") for the
+    point lookups the query side makes; one transaction, so the copy is consistent."""
     target = staging / SERVING_TABLES_FILE
     source.execute(f"ATTACH '{target}' AS serving_copy")
     try:
@@ -78,6 +81,8 @@ def copy_tables(source: duckdb.DuckDBPyConnection, staging: Path,
         try:
             for table, query in tables.items():
                 source.execute(f"CREATE TABLE serving_copy.{table} AS {query}")
+            for name, target in (indexes or {}).items():
+                source.execute(f"CREATE INDEX {name} ON serving_copy.{target}")
             source.execute("COMMIT")
         except Exception:
             source.execute("ROLLBACK")

@@ -144,9 +144,10 @@ class KnowledgeBase:
         """Join scored chunk ids with the snapshot's chunk rows, keeping the given order."""
         if not scored:
             return []
-        rows = snapshot.cursor().execute(
-            "SELECT chunk_id, path, source, heading_path, text, title, source_type "
-            "FROM chunks WHERE list_contains(?, chunk_id)", [[c for c, _ in scored]]).fetchall()
+        ids = [chunk_id for chunk_id, _ in scored]
+        rows = snapshot.cursor().execute(  # an IN list of parameters uses the chunk_id index
+            "SELECT chunk_id, path, source, heading_path, text, title, source_type FROM chunks "
+            f"WHERE chunk_id IN ({', '.join('?' * len(ids))})", ids).fetchall()
         by_id = {row[0]: row for row in rows}
         results = []
         for chunk_id, score in scored:
