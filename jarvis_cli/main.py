@@ -301,6 +301,17 @@ def bench_graph(notes: int, as_json: bool) -> None:
     _emit(result, as_json, render)
 
 
+@bench.command(name="sensor")
+@click.option("--notes", default=10_000, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_sensor(notes: int, as_json: bool) -> None:
+    """Vault sensor tick time on a generated vault with nothing changed."""
+    from jarvis_bench.sensor import run_sensor_benchmark
+
+    _emit(run_sensor_benchmark(notes), as_json,
+          lambda data: click.echo(json.dumps(data, indent=2)))
+
+
 @cli.command()
 @click.option("--port", default=3000, show_default=True)
 @click.pass_obj

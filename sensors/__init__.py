@@ -1,6 +1,6 @@
 """Sensors of Jarvis."""
 
 from sensors.automation import automation_sensor
-from sensors.sources import source_partitions_sensor
+from sensors.vault_changes import vault_changes_sensor
 
-all_sensors = [source_partitions_sensor, automation_sensor]
+all_sensors = [vault_changes_sensor, automation_sensor]
