@@ -31,6 +31,19 @@ def _sources_in_scope(context: dg.AssetCheckExecutionContext, jarvis: JarvisConf
     return [partition] if partition else jarvis.load().source_names
 
 
+def _ratio_warning(rows: list[dict], *, good: str, bad: str, limit: float
+                   ) -> dg.AssetCheckResult:
+    """Warns when, in some source, bad / (good + bad) exceeds ``limit``."""
+    for row in rows:
+        total = row[good] + row[bad]
+        row["ratio"] = round(row[bad] / total, 4) if total else 0.0
+    worst = max((row["ratio"] for row in rows), default=0.0)
+    return dg.AssetCheckResult(
+        passed=worst <= limit, severity=dg.AssetCheckSeverity.WARN,
+        metadata={"worst_ratio": worst, "limit": limit,
+                  "per_source": markdown_table(rows, ["source", good, bad, "ratio"])})
+
+
 @dg.asset_check(asset=raw_notes, description="Share of files that could not be ingested, "
                 "per source, stays under ingest.max_failed_ratio (warning).")
 def failed_file_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
@@ -44,16 +57,7 @@ def failed_file_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConf
                    (SELECT count(*) FROM ingest_failures f WHERE f.source = s.source) AS failed
             FROM (SELECT unnest(?::VARCHAR[]) AS source) s
         """, [_sources_in_scope(context, jarvis)]).to_dicts()
-    for row in rows:
-        total = row["notes"] + row["failed"]
-        row["ratio"] = round(row["failed"] / total, 4) if total else 0.0
-    worst = max((row["ratio"] for row in rows), default=0.0)
-    return dg.AssetCheckResult(
-        passed=worst <= limit,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata={"worst_ratio": worst, "limit": limit,
-                  "per_source": markdown_table(rows, ["source", "notes", "failed", "ratio"])},
-    )
+    return _ratio_warning(rows, good="notes", bad="failed", limit=limit)
 
 
 @dg.asset_check(asset=chunks, blocking=True,
@@ -225,14 +229,7 @@ def broken_link_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConf
                    (SELECT count(*) FROM graph_broken_links b WHERE b.source = s.source) AS broken
             FROM (SELECT unnest(?::VARCHAR[]) AS source) s
         """, [_sources_in_scope(context, jarvis)]).to_dicts()
-    for row in rows:
-        total = row["links"] + row["broken"]
-        row["ratio"] = round(row["broken"] / total, 4) if total else 0.0
-    worst = max((row["ratio"] for row in rows), default=0.0)
-    return dg.AssetCheckResult(
-        passed=worst <= limit, severity=dg.AssetCheckSeverity.WARN,
-        metadata={"worst_ratio": worst, "limit": limit,
-                  "per_vault": markdown_table(rows, ["source", "links", "broken", "ratio"])})
+    return _ratio_warning(rows, good="links", bad="broken", limit=limit)
 
 
 asset_checks = [failed_file_ratio, every_note_has_chunks, chunks_within_token_limit,
