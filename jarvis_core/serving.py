@@ -21,6 +21,8 @@ from pathlib import Path
 
 import duckdb
 
+from jarvis_core import store
+
 SERVING_TABLES_FILE = "tables.duckdb"
 VECTORS_DIR = "vectors"
 GRAPH_FILE = "graph.sqlite"
@@ -77,16 +79,11 @@ def copy_tables(source: duckdb.DuckDBPyConnection, staging: Path,
     target = staging / SERVING_TABLES_FILE
     source.execute(f"ATTACH '{target}' AS serving_copy")
     try:
-        source.execute("BEGIN TRANSACTION")
-        try:
+        with store.transaction(source):
             for table, query in tables.items():
                 source.execute(f"CREATE TABLE serving_copy.{table} AS {query}")
-            for name, target in (indexes or {}).items():
-                source.execute(f"CREATE INDEX {name} ON serving_copy.{target}")
-            source.execute("COMMIT")
-        except Exception:
-            source.execute("ROLLBACK")
-            raise
+            for name, indexed in (indexes or {}).items():
+                source.execute(f"CREATE INDEX {name} ON serving_copy.{indexed}")
     finally:
         source.execute("DETACH serving_copy")
 

@@ -7,7 +7,8 @@ writers build their frames with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import duckdb
 import polars as pl
@@ -148,27 +149,35 @@ def replace_rows(
     """Delete a source's rows whose ``key_column`` is in ``remove_paths`` (all of them for
     None), then insert ``rows``, in one transaction so readers never see half a refresh."""
     remove = pl.DataFrame({"p": sorted(set(remove_paths or ()))}, schema={"p": pl.Utf8})
-    conn.execute("BEGIN TRANSACTION")
     try:
-        if remove_paths is None:
-            conn.execute(f"DELETE FROM {table} WHERE source = ?", [source])
-        else:
-            conn.register("jarvis_remove", remove.to_arrow())
-            conn.execute(f'DELETE FROM {table} WHERE source = ? AND "{key_column}" IN '
-                         "(SELECT p FROM jarvis_remove)", [source])
-        if rows.height:
-            conn.register("jarvis_rows", rows.to_arrow())
-            conn.execute(f"INSERT INTO {table} BY NAME SELECT * FROM jarvis_rows")
-        conn.execute("COMMIT")
-    except Exception:
-        conn.execute("ROLLBACK")
-        raise
+        with transaction(conn):
+            if remove_paths is None:
+                conn.execute(f"DELETE FROM {table} WHERE source = ?", [source])
+            else:
+                conn.register("jarvis_remove", remove.to_arrow())
+                conn.execute(f'DELETE FROM {table} WHERE source = ? AND "{key_column}" IN '
+                             "(SELECT p FROM jarvis_remove)", [source])
+            if rows.height:
+                conn.register("jarvis_rows", rows.to_arrow())
+                conn.execute(f"INSERT INTO {table} BY NAME SELECT * FROM jarvis_rows")
     finally:
         for view in ("jarvis_remove", "jarvis_rows"):
             try:
                 conn.unregister(view)
             except duckdb.Error:
                 pass
+
+
+@contextmanager
+def transaction(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Commit what the block did, or roll all of it back if it raised."""
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def read_frame(conn: duckdb.DuckDBPyConnection, sql: str,
