@@ -119,6 +119,28 @@ def status(obj: _Context, as_json: bool) -> None:
     _emit(data, as_json, render)
 
 
+@cli.command()
+@click.option("--limit", default=20, show_default=True, help="Number of notices.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def notifications(obj: _Context, limit: int, as_json: bool) -> None:
+    """Show the newest failure notices (failed runs and refreshes), newest first."""
+    from jarvis_core.notifications import recent
+
+    notices = recent(obj.config().notifications_path, limit)
+
+    def render(data: dict) -> None:
+        if not data["notifications"]:
+            click.echo("no failure notices")
+        for notice in data["notifications"]:
+            steps = f" (steps: {', '.join(notice['failed_steps'])})" \
+                if notice["failed_steps"] else ""
+            click.echo(f"{notice['created_at']}  {notice['title']}{steps}\n"
+                       f"    {notice['message']}")
+
+    _emit({"notifications": notices}, as_json, render)
+
+
 def _knowledge_base(obj: _Context):
     from jarvis_query.knowledge_base import KnowledgeBase
 

@@ -12,7 +12,9 @@ from jarvis_assets.definitions import build_definitions
 from jarvis_assets.jobs import publish_serving_job, refresh_sources_job
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.config import JarvisConfig
+from jarvis_core.notifications import notify
 from jarvis_query.status import StoreUnavailable, read_only
+from sensors.run_failures import failure_notice
 
 COUNT_KEYS = ("new", "changed", "unchanged", "deleted", "failed")
 # Layers that do not count documents report these instead.
@@ -59,13 +61,27 @@ def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
                      "seconds": round(time.perf_counter() - started, 2)}
             report["ok"] &= entry["ok"]
             report["sources"].append(entry)
+            _notify_failure(config, result, entry)
         if report["ok"]:  # publish only complete data: a failed source keeps the old version
             result = definitions.resolve_job_def(publish_serving_job.name).execute_in_process(
                 instance=instance, raise_on_error=False, run_config=_QUIET)
             summary = _summarize(result)
             report["ok"] &= summary["ok"]
             report["published"] = summary
+            _notify_failure(config, result, summary)
     return report
+
+
+def _notify_failure(config: JarvisConfig, result: dg.ExecuteInProcessResult,
+                    summary: dict) -> None:
+    """A failed refresh leaves the same notice a failed run does under the daemon."""
+    if summary["ok"]:
+        return
+    failed_checks = [f"{c['asset']}:{c['check']}" for c in summary["checks"]
+                     if not c["passed"] and c["severity"] != "WARN"]
+    notify(config.notifications_path,
+           failure_notice(result.dagster_run, result.get_step_failure_events(),
+                          f"checks failed: {', '.join(failed_checks)}"))
 
 
 def _summarize(result: dg.ExecuteInProcessResult) -> dict:

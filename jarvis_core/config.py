@@ -35,6 +35,8 @@ DEFAULT_CONFIG_NAME = "jarvis.yaml"
 DEFAULT_DATA_DIR = ".jarvis"
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
+# scheme://… or scp-like user@host:path; anything else is a local path (a bundle, a clone).
+_REMOTE_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|[^/\s]+@[^/\s]+:)")
 _SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -71,6 +73,53 @@ class VaultConfig(_Strict):
             raise ValueError(f"vault directory does not exist: {path}")
         if not path.is_dir():
             raise ValueError(f"vault path is not a directory: {path}")
+        return path
+
+
+SOURCE_KINDS = ("vault", "repo", "tickets")
+DEFAULT_REPO_DOCS = ("README*", "docs/**/*.md")
+
+
+class RepoConfig(_Strict):
+    """A git repository: a local clone at ``path``, or a ``url`` cloned into the data
+    directory on the first refresh (and fetched on later ones)."""
+
+    path: Path | None = None
+    url: str | None = None
+    branch: str = Field(default="HEAD", min_length=1)
+    docs: tuple[str, ...] = DEFAULT_REPO_DOCS
+    knowledge_dir: str = ".jarvis"
+    exclude: tuple[str, ...] = ()
+
+    @field_validator("path")
+    @classmethod
+    def _must_be_directory(cls, path: Path | None) -> Path | None:
+        if path is not None and not path.exists():
+            raise ValueError(f"repository directory does not exist: {path}")
+        if path is not None and not path.is_dir():
+            raise ValueError(f"repository path is not a directory: {path}")
+        return path
+
+    @model_validator(mode="after")
+    def _path_or_url(self) -> RepoConfig:
+        if self.path is None and self.url is None:
+            raise ValueError("a repository needs a 'path' (a local clone) or a 'url' to clone")
+        return self
+
+
+class TicketsConfig(_Strict):
+    """A ticket export: one JSON file or a folder of them (Jira REST issues or GitHub issues).
+    ``repo`` is the GitHub owner/repo or short name tickets are cited by (``lumen#7``)."""
+
+    path: Path
+    format: Literal["auto", "jira", "github"] = "auto"
+    repo: str | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _must_exist(cls, path: Path) -> Path:
+        if not path.exists():
+            raise ValueError(f"ticket export does not exist: {path}")
         return path
 
 
@@ -124,6 +173,8 @@ class JarvisConfig(_Strict):
     config_path: Path | None = None
     data_dir: Path
     vaults: dict[SourceName, VaultConfig] = Field(default_factory=dict)
+    repos: dict[SourceName, RepoConfig] = Field(default_factory=dict)
+    tickets: dict[SourceName, TicketsConfig] = Field(default_factory=dict)
     ingest: IngestSettings = IngestSettings()
     chunking: ChunkSettings = ChunkSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
@@ -138,9 +189,38 @@ class JarvisConfig(_Strict):
                 "chunking.overlap_tokens must be less than half of chunking.max_tokens")
         return self
 
+    @model_validator(mode="after")
+    def _unique_source_names(self) -> JarvisConfig:
+        kinds: dict[str, list[str]] = {}
+        for kind, section in zip(SOURCE_KINDS, self._sections(), strict=True):
+            for name in section:
+                kinds.setdefault(name, []).append(kind)
+        clashes = [f"{name!r} is configured as {' and as '.join(found)}"
+                   for name, found in sorted(kinds.items()) if len(found) > 1]
+        if clashes:
+            raise ValueError("source names must be unique across vaults, repos and tickets: "
+                             + "; ".join(clashes))
+        return self
+
+    def _sections(self) -> tuple[dict, dict, dict]:
+        return self.vaults, self.repos, self.tickets
+
     @property
     def source_names(self) -> list[str]:
-        return sorted(self.vaults)
+        """Every configured source, of every kind."""
+        return sorted(name for section in self._sections() for name in section)
+
+    def source_kind(self, name: str) -> str | None:
+        """'vault', 'repo' or 'tickets'; None for a name that is not configured."""
+        for kind, section in zip(SOURCE_KINDS, self._sections(), strict=True):
+            if name in section:
+                return kind
+        return None
+
+    def repo_checkout(self, name: str) -> Path:
+        """Where a repository is read: its ``path``, else its clone under the data directory."""
+        repo = self.repos[name]
+        return repo.path if repo.path is not None else self.data_dir / "repos" / name
 
     @property
     def duckdb_path(self) -> Path:
@@ -159,23 +239,30 @@ class JarvisConfig(_Strict):
         """Derived artefacts that can be rebuilt, e.g. models converted for OpenVINO."""
         return self.data_dir / "cache"
 
+    @property
+    def notifications_path(self) -> Path:
+        return self.data_dir / "notifications.sqlite"
+
 
 def _absolute(base: Path, value: str | os.PathLike) -> Path:
     path = Path(os.path.expanduser(os.fspath(value)))
     return (path if path.is_absolute() else base / path).resolve()
 
 
-def _expand_vaults(raw: object, base: Path) -> dict:
+def _expand_sources(raw: object, base: Path, section: str) -> dict:
     """Accept ``name: path`` as shorthand for ``name: {path: path}``; make paths absolute."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise ConfigError("'vaults' must be a mapping of vault name to path")
+        raise ConfigError(f"'{section}' must be a mapping of source name to path or settings")
     expanded = {}
     for name, spec in raw.items():
         spec = {"path": spec} if isinstance(spec, (str, os.PathLike)) else spec
-        if isinstance(spec, dict) and "path" in spec:
+        if isinstance(spec, dict) and spec.get("path") is not None:
             spec = {**spec, "path": _absolute(base, spec["path"])}
+        if isinstance(spec, dict) and isinstance(spec.get("url"), str) \
+                and not _REMOTE_URL.match(spec["url"]):
+            spec = {**spec, "url": str(_absolute(base, spec["url"]))}  # a local repo or bundle
         expanded[str(name)] = spec
     return expanded
 
@@ -217,7 +304,9 @@ def config_from_mapping(
         if os.environ.get(QDRANT_URL_ENV) and isinstance(vectors, dict):
             vectors = {**vectors, "url": os.environ[QDRANT_URL_ENV]}
         values = {**raw, "data_dir": data_dir, "config_path": config_path,
-                  "vaults": _expand_vaults(raw.get("vaults"), base_dir), "vectors": vectors}
+                  **{section: _expand_sources(raw.get(section), base_dir, section)
+                     for section in ("vaults", "repos", "tickets")},
+                  "vectors": vectors}
         return JarvisConfig.model_validate(values)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from exc
