@@ -5,6 +5,7 @@ import time
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from jarvis_assets.automation import follows_upstream
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.notes import DUCKDB_POOL, raw_notes
 from jarvis_assets.partitions import source_partitions
@@ -33,6 +34,7 @@ _DOCUMENTS_SQL = """
     group_name="text",
     kinds={"duckdb", "python"},
     pool=DUCKDB_POOL,
+    automation_condition=follows_upstream,
 )
 def chunks(
     context: dg.AssetExecutionContext, jarvis: JarvisConfigResource, duckdb: DuckDBResource

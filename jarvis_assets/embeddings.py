@@ -5,6 +5,7 @@ import time
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from jarvis_assets.automation import follows_upstream
 from jarvis_assets.chunks import chunks
 from jarvis_assets.partitions import source_partitions
 from jarvis_core import store
@@ -20,6 +21,7 @@ VECTORS_POOL = "jarvis_vectors"
     group_name="vectors",
     kinds={"qdrant", "pytorch"},
     pool=VECTORS_POOL,
+    automation_condition=follows_upstream,
 )
 def embeddings(
     context: dg.AssetExecutionContext, duckdb: DuckDBResource, embedder: EmbedderResource,

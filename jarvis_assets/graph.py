@@ -9,6 +9,7 @@ import dagster as dg
 import numpy as np
 from dagster_duckdb import DuckDBResource
 
+from jarvis_assets.automation import follows_upstream
 from jarvis_assets.chunks import chunks
 from jarvis_assets.embeddings import embeddings
 from jarvis_assets.metadata import counts_table, markdown_table
@@ -65,6 +66,7 @@ def _with_inferred(fingerprints: dict[str, str], inferred: list[Edge]) -> dict[s
     group_name="graph",
     kinds={"duckdb", "sqlite", "neo4j"},
     pool=GRAPH_POOL,
+    automation_condition=follows_upstream,
 )
 def knowledge_graph(
     context: dg.AssetExecutionContext, jarvis: JarvisConfigResource, duckdb: DuckDBResource,

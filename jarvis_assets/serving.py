@@ -5,6 +5,7 @@ import time
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from jarvis_assets.automation import follows_upstream
 from jarvis_assets.embeddings import VECTORS_POOL, embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_core import serving
@@ -33,7 +34,7 @@ SERVING_TABLES = {
     group_name="serving",
     kinds={"duckdb", "qdrant"},
     pool=VECTORS_POOL,
-    automation_condition=dg.AutomationCondition.eager(),
+    automation_condition=follows_upstream,
 )
 def serving_snapshot(
     context: dg.AssetExecutionContext, jarvis: JarvisConfigResource, duckdb: DuckDBResource,
