@@ -207,3 +207,21 @@ class ReferenceIndex:
         if len(keys) == 1:
             return tuple(keys), "resolved"
         return tuple(sorted(keys)), "ambiguous" if keys else missing
+
+
+@dataclass(frozen=True)
+class GraphReference:
+    """A reference a source's graph extraction could not resolve inside the source: it
+    becomes an edge once its target exists in any source (``cross_source_links``)."""
+
+    source: str
+    origin: str                   # the citing document's key
+    src: str                      # the node the edge starts from
+    relation: str                 # MENTIONS, FIXES, BLOCKS, ...
+    kind: str                     # JIRA, GITHUB, COMMIT or PATH
+    target: str
+    written: str
+    line: int
+    evidence: tuple[str, ...]     # chunk ids holding it
+    evidence_text: str
+    inverse: bool = False         # the edge runs target -> src (an inward Jira link)

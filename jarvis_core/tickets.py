@@ -31,6 +31,7 @@ from charset_normalizer import from_bytes
 from jira2markdown import convert as jira_to_markdown
 
 PARSER_VERSION = 1
+UNREADABLE = "(unreadable)"
 JIRA, GITHUB = "jira", "github"
 
 _BOMS = (("utf-8-sig", b"\xef\xbb\xbf"), ("utf-32", b"\xff\xfe\x00\x00"),
@@ -388,20 +389,33 @@ def attach_comments(tickets: Iterable[dict], comments: dict[int, list[dict]]) ->
                                                        c["body"]))
 
 
-def document_text(ticket: dict) -> str:
-    """The markdown a ticket is chunked and embedded as: a facts line, the description and
-    every comment under its author and date."""
+def display_name(who: dict | None) -> str | None:
+    who = who or {}
+    return who.get("name") or who.get("account") or who.get("email")
+
+
+def facts_line(ticket: dict) -> str:
+    """The first line of a ticket's document: its fields, people and links, so that they
+    are searchable and the graph's edges for them have a line to cite."""
+    links = ", ".join(f"{link['phrase']} {link['target']}" for link in ticket["links"])
     facts = [f"{name}: {value}" for name, value in (
         ("Status", ticket["status"]), ("Type", ticket["type"]),
         ("Priority", ticket["priority"]), ("Labels", ", ".join(ticket["labels"] or [])),
         ("Components", ", ".join(ticket["components"] or [])),
-        ("Fix versions", ", ".join(ticket["fix_versions"] or []))) if value]
-    parts = [" · ".join(facts), ticket["description"] or ""]
+        ("Fix versions", ", ".join(ticket["fix_versions"] or [])),
+        ("Assignee", display_name(ticket["assignee"])),
+        ("Reporter", display_name(ticket["reporter"])), ("Links", links)) if value]
+    return " · ".join(facts)
+
+
+def document_text(ticket: dict) -> str:
+    """The markdown a ticket is chunked and embedded as: a facts line, the description and
+    every comment under its author and date."""
+    parts = [facts_line(ticket), ticket["description"] or ""]
     if ticket["comments"]:
         parts.append("## Comments")
         for comment in ticket["comments"]:
-            author = comment["author"] or {}
-            who = author.get("name") or author.get("account") or author.get("email") or "unknown"
+            who = display_name(comment["author"]) or "unknown"
             when = comment["created_at"].date().isoformat() if comment["created_at"] else ""
             parts.append(f"### {who} {when}".rstrip() + "\n\n" + (comment["body"] or ""))
     return "\n\n".join(part for part in parts if part.strip()) + "\n"
@@ -416,11 +430,27 @@ class TicketSet:
     files: dict[str, str] = field(default_factory=dict)  # relative path -> sha256 of bytes
 
 
+def _missing(root: Path) -> None:
+    if not root.exists():
+        raise TicketError(f"ticket export path does not exist: {root}")
+
+
+def export_file_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every export file's bytes, ``UNREADABLE`` for a file that cannot be read."""
+    _missing(root)
+    hashes = {}
+    for file, relative in ticket_files(root):
+        try:
+            hashes[relative] = hashlib.sha256(file.read_bytes()).hexdigest()
+        except OSError:
+            hashes[relative] = UNREADABLE
+    return hashes
+
+
 def read_ticket_set(root: Path, source: str, *, repo: str | None = None) -> TicketSet:
     """Parse every export file under ``root``; a duplicate key keeps its most recently
     updated copy and notes the other file in the ticket's warnings."""
-    if not root.exists():
-        raise TicketError(f"ticket export path does not exist: {root}")
+    _missing(root)
     result = TicketSet()
     comments: dict[int, list[dict]] = {}
     for file, relative in ticket_files(root):
@@ -429,6 +459,7 @@ def read_ticket_set(root: Path, source: str, *, repo: str | None = None) -> Tick
             result.files[relative] = hashlib.sha256(data).hexdigest()
             parsed = parse_file(data, relative, source=source, repo=repo)
         except (OSError, TicketError) as exc:
+            result.files.setdefault(relative, UNREADABLE)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             result.failures.append((relative, reason))
             continue
