@@ -20,12 +20,20 @@ from jarvis_core.documents import (
 from jarvis_core.models import token_counter
 from jarvis_resources import JarvisConfigResource
 
-# Every source kind contributes its documents through one query of this shape.
-_DOCUMENTS_SQL = """
-    SELECT source, 'note' AS source_type, note_key AS doc_key, path, title,
-           body AS text, content_hash AS doc_hash
-    FROM notes WHERE source = ?
-"""
+# Every source kind contributes its documents through one select of this shape ($1 is the
+# source); only parsing is source-specific, chunking and everything after it is shared.
+_DOCUMENT_SELECTS = (
+    """SELECT source, 'note' AS source_type, note_key AS doc_key, path, title,
+              body AS text, content_hash AS doc_hash
+       FROM notes WHERE source = $1""",
+    """SELECT source, 'commit' AS source_type, 'commit:' || source || '/' || sha AS doc_key,
+              'commits/' || sha AS path, subject AS title, message AS text, sha AS doc_hash
+       FROM commits WHERE source = $1""",
+    """SELECT source, 'repo_doc' AS source_type, 'repo_doc:' || source || '/' || path AS doc_key,
+              path, title, text, blob_sha AS doc_hash
+       FROM repo_docs WHERE source = $1""",
+)
+_DOCUMENTS_SQL = "\nUNION ALL\n".join(_DOCUMENT_SELECTS)
 
 
 @dg.asset(
@@ -61,7 +69,7 @@ def chunks(
         new, changed, deleted, unchanged = stale_documents(current, chunked, config_id)
         documents = [
             Document(**row) for row in store.read_frame(
-                conn, f"SELECT * FROM ({_DOCUMENTS_SQL}) WHERE list_contains(?, path)",
+                conn, f"SELECT * FROM ({_DOCUMENTS_SQL}) WHERE list_contains($2, path)",
                 [source, new + changed]).iter_rows(named=True)
         ]
         existing_ids: dict[str, set[str]] = {}

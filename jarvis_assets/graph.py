@@ -3,6 +3,8 @@
 import hashlib
 import json
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -15,7 +17,8 @@ from jarvis_assets.embeddings import embeddings
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.partitions import source_partitions
 from jarvis_core import store
-from jarvis_core.graph_extract import extract_vault_graph, similarity_edges
+from jarvis_core.config import JarvisConfig
+from jarvis_core.graph_extract import SourceGraph, extract_vault_graph, similarity_edges
 from jarvis_core.graph_model import Edge
 from jarvis_resources import (
     EmbedderResource,
@@ -29,6 +32,32 @@ GRAPH_POOL = "jarvis_graph"
 _NOTE_COLUMNS = ("path, note_key, title, aliases, tags, tag_lines, wikilinks, embeds, links, "
                  "relations, frontmatter_links, body, body_start_line, frontmatter, "
                  "created_at, modified_at")
+
+
+@dataclass(frozen=True)
+class GraphExtractor:
+    """How one source kind becomes a graph: the rows it reads (SQL with the source as its
+    one parameter, read under a short connection) and the pure function over them."""
+
+    queries: dict[str, str]
+    extract: Callable[[str, JarvisConfig, dict[str, list[dict]], list[dict]], SourceGraph]
+
+
+def _vault_graph(source: str, config: JarvisConfig, rows: dict[str, list[dict]],
+                 chunk_rows: list[dict]) -> SourceGraph:
+    return extract_vault_graph(source, rows["notes"], chunk_rows,
+                               attachments={row["path"] for row in rows["attachments"]},
+                               relation_fields=config.graph.relation_fields)
+
+
+# By source kind; a source no longer configured extracts nothing, so its graph is removed.
+GRAPH_EXTRACTORS: dict[str, GraphExtractor] = {
+    "vault": GraphExtractor(
+        {"notes": f"SELECT {_NOTE_COLUMNS} FROM notes WHERE source = ?",
+         "attachments": "SELECT path FROM attachments WHERE source = ?"},
+        _vault_graph),
+}
+_NOTHING = GraphExtractor({}, lambda *_: SourceGraph([], [], [], [], {}))
 
 
 def _rows(items, **extra) -> list[dict]:
@@ -74,39 +103,39 @@ def knowledge_graph(
 ) -> dg.MaterializeResult:
     """Nodes and edges of one source, every edge with the chunks and line it came from.
 
-    Links resolve the way Obsidian resolves them; unresolved and ambiguous targets are
-    recorded in ``graph_broken_links``. With ``graph.similarity_top_k`` set, notes whose
-    mean chunk vectors are close get inferred SIMILAR_TO edges. Only the subgraphs of notes
-    whose output changed (an edit, a link that resolves differently, a new similarity) are
-    rewritten, in DuckDB and the graph store.
+    Each source kind has its extractor (``GRAPH_EXTRACTORS``), all returning one shape.
+    In vaults, links resolve the way Obsidian resolves them; unresolved and ambiguous
+    targets are recorded in ``graph_broken_links``. With ``graph.similarity_top_k`` set,
+    notes whose mean chunk vectors are close get inferred SIMILAR_TO edges. Only the
+    subgraphs of documents whose output changed (an edit, a link that resolves differently,
+    a new similarity) are rewritten, in DuckDB and the graph store.
     """
     source = context.partition_key
     config = jarvis.load()
+    kind = config.source_kind(source)
+    extractor = GRAPH_EXTRACTORS.get(kind, _NOTHING)
     started = time.perf_counter()
     now = datetime.now(UTC).replace(tzinfo=None)
     with duckdb.get_connection() as conn:
         store.ensure_schema(conn)
-        notes = store.read_frame(
-            conn, f"SELECT {_NOTE_COLUMNS} FROM notes WHERE source = ?", [source]).to_dicts()
+        inputs = {name: store.read_frame(conn, sql, [source]).to_dicts()
+                  for name, sql in extractor.queries.items()}
         chunk_rows = store.read_frame(
             conn, "SELECT chunk_id, doc_key, path, char_start, char_end FROM chunks "
                   "WHERE source = ?", [source]).to_dicts()
-        attachments = {path for (path,) in conn.execute(
-            "SELECT path FROM attachments WHERE source = ?", [source]).fetchall()}
         previous = dict(conn.execute(
             "SELECT origin, fingerprint FROM graph_origins WHERE source = ?", [source]).fetchall())
         first_seen = dict(conn.execute(
             "SELECT node_key, first_seen FROM graph_nodes WHERE source = ?", [source]).fetchall())
 
-    extracted = extract_vault_graph(source, notes, chunk_rows, attachments=attachments,
-                                    relation_fields=config.graph.relation_fields)
+    extracted = extractor.extract(source, config, inputs, chunk_rows)
     settings = config.graph
     inferred = _similar_notes(source, chunk_rows, settings.similarity_top_k,
                               settings.similarity_threshold, embedder, vectors) \
-        if settings.similarity_top_k else []
+        if settings.similarity_top_k and kind == "vault" else []
     fingerprints = _with_inferred(extracted.fingerprints, inferred)
     with graph.open() as graph_store:
-        in_sync = graph_store.note_keys(source) == set(previous)
+        in_sync = graph_store.document_keys(source) == set(previous)
         changed = {origin for origin, fingerprint in fingerprints.items()
                    if not in_sync or previous.get(origin) != fingerprint}
         removed = set(previous) - set(fingerprints)
@@ -115,7 +144,7 @@ def knowledge_graph(
         endpoints = {edge.src for edge in edges} | {edge.dst for edge in edges} | changed
         graph_store.apply(removed_origins=rewrite,
                           nodes=[node for node in extracted.nodes if node.key in endpoints],
-                          edges=edges, removed_notes=removed)
+                          edges=edges, removed_documents=removed)
         dangling = graph_store.dangling_edges()
     extracted_at = time.perf_counter()
 
@@ -155,6 +184,7 @@ def knowledge_graph(
     context.log.info(f"{source}: graph {counts}")
     return dg.MaterializeResult(metadata={
         **counts,
+        "source_kind": kind or "(not configured)",
         "dagster/row_count": edge_total,
         "graph_store": graph.backend,
         "dangling_edges_in_store": dangling,

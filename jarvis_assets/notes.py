@@ -6,7 +6,7 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.metadata import counts_table, markdown_table
-from jarvis_assets.partitions import source_partitions
+from jarvis_assets.partitions import other_kind_result, source_partitions
 from jarvis_core import store
 from jarvis_core.ingest import note_frame, plan_ingest
 from jarvis_core.vault import VaultScan, scan_vault
@@ -30,10 +30,13 @@ def raw_notes(
     deleted notes are removed; unreadable files are recorded in ``ingest_failures``.
     """
     source = context.partition_key
-    vault = jarvis.load().vaults.get(source)
+    config = jarvis.load()
+    if (skipped := other_kind_result(config, source, "vault")) is not None:
+        return skipped
+    vault = config.vaults.get(source)
     started = time.perf_counter()
     if vault is None:
-        context.log.warning(f"source {source!r} is not a configured vault: removing its notes")
+        context.log.warning(f"source {source!r} is no longer configured: removing its notes")
         scan = VaultScan(files=[], problems=[])
     else:
         scan = scan_vault(vault.path, vault.exclude)
@@ -48,8 +51,7 @@ def raw_notes(
             conn, "SELECT path, size_bytes, mtime_ns, reason FROM ingest_failures "
                   "WHERE source = ?", [source])
 
-    plan = plan_ingest(source, scan, existing, failures_before,
-                       jarvis.load().ingest.max_note_bytes)
+    plan = plan_ingest(source, scan, existing, failures_before, config.ingest.max_note_bytes)
     parsed = time.perf_counter()
     for failure in plan.failures:
         context.log.warning(f"{source}/{failure['path']}: not ingested: {failure['reason']}")
@@ -73,6 +75,7 @@ def raw_notes(
     context.log.info(f"{source}: notes {counts}")
     return dg.MaterializeResult(metadata={
         **counts,
+        "source_kind": "vault",
         "dagster/row_count": total,
         "attachments": len(plan.attachments),
         "notes_with_warnings": with_warnings,

@@ -24,7 +24,7 @@ import numpy as np
 from jarvis_core.graph_model import EXPLICIT, INFERRED, BrokenLink, Edge, Mention, Node
 from jarvis_core.keys import nfc, note_key
 
-__all__ = ["DEFAULT_RELATION_FIELDS", "LinkResolver", "VaultGraph", "canonical_url",
+__all__ = ["DEFAULT_RELATION_FIELDS", "LinkResolver", "SourceGraph", "canonical_url",
            "extract_vault_graph", "file_key", "similarity_edges"]
 
 DEFAULT_RELATION_FIELDS = ("related", "up", "parent", "down", "next", "prev", "source", "author")
@@ -37,12 +37,27 @@ _DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 
 
 @dataclass
-class VaultGraph:
+class SourceGraph:
+    """What the extractor of any source kind returns for one source."""
+
     nodes: list[Node]
     edges: list[Edge]
     broken: list[BrokenLink]
     mentions: list[Mention]
-    fingerprints: dict[str, str]  # origin note key -> sha256 of everything it produced
+    fingerprints: dict[str, str]  # origin document key -> sha256 of everything it produced
+
+    @classmethod
+    def assemble(cls, nodes: Mapping[str, Node], documents: Iterable[str], edges: list[Edge],
+                 broken: list[BrokenLink], mentions: list[Mention]) -> SourceGraph:
+        """Nodes in key order, and a fingerprint per document of its node and of every
+        edge, broken link and mention it is the origin of."""
+        produced: dict[str, list[object]] = {key: [nodes[key]] for key in documents}
+        for item in (*edges, *broken, *mentions):
+            produced[item.origin].append(item)
+        return cls(nodes=[nodes[key] for key in sorted(nodes)], edges=edges, broken=broken,
+                   mentions=mentions,
+                   fingerprints={origin: _fingerprint(items)
+                                 for origin, items in sorted(produced.items())})
 
 
 def file_key(vault: str, path: str) -> str:
@@ -407,7 +422,7 @@ def extract_vault_graph(
     *,
     attachments: Collection[str] = frozenset(),
     relation_fields: tuple[str, ...] = DEFAULT_RELATION_FIELDS,
-) -> VaultGraph:
+) -> SourceGraph:
     """The graph of one vault from its ``notes`` rows, ``chunks`` rows (chunk_id, path,
     char_start, char_end) and attachment paths, in a deterministic order."""
     rows = sorted(notes, key=lambda row: row["path"])
@@ -425,17 +440,8 @@ def extract_vault_graph(
     edges = builder.finished_edges()
     broken = sorted(builder.broken, key=lambda b: (b.origin, b.line, b.target, b.candidates))
     mentions = sorted(builder.mentions, key=lambda m: (m.chunk_id, m.node_key))
-    produced: dict[str, list[object]] = {row["note_key"]: [builder.nodes[row["note_key"]]]
-                                         for row in rows}
-    for item in (*edges, *broken, *mentions):
-        produced[item.origin].append(item)
-    return VaultGraph(
-        nodes=[builder.nodes[key] for key in sorted(builder.nodes)],
-        edges=edges,
-        broken=broken,
-        mentions=mentions,
-        fingerprints={origin: _fingerprint(items) for origin, items in sorted(produced.items())},
-    )
+    return SourceGraph.assemble(builder.nodes, (row["note_key"] for row in rows), edges,
+                                broken, mentions)
 
 
 def similarity_edges(source: str, note_vectors: dict[str, np.ndarray], top_k: int = 5,

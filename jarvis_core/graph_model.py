@@ -1,10 +1,12 @@
 """One typed node/edge model for every source kind, with evidence on every edge.
 
 Keys are namespaced and canonical (``note:<vault>/<path>``, ``tag:<name>``, ``link:<url>``,
-later ``commit:``, ``ticket:``, ``person:``, ``file:``). Every edge names its *origin*: the
+``commit:<repo>/<sha>``, ``file:<source>/<path>``, ``repo_doc:<repo>/<path>``,
+``component:<repo>/<name>``, ``person:<canonical id>``, ``ticket:<KEY>`` for Jira and
+``ticket:<owner/repo or repo>#<n>`` for GitHub). Every edge names its *origin*: the
 document whose content produced it. A changed document's subgraph is rewritten by
-deleting the edges of that origin and inserting the new ones; a node other than a note
-that no edge touches any more is garbage.
+deleting the edges of that origin and inserting the new ones; a node other than a document
+(note, commit, repo doc, ticket) that no edge touches any more is garbage.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from dataclasses import dataclass, field
 EXPLICIT = "explicit"   # written in the text (a link, a tag, a typed relation)
 INFERRED = "inferred"   # computed (e.g. embedding similarity)
 
-NODE_TYPES = ("note", "tag", "link", "commit", "ticket", "person", "file")
+NODE_TYPES = ("note", "tag", "link", "commit", "repo_doc", "ticket", "person", "file",
+              "component")
 
 
 @dataclass(frozen=True)

@@ -51,9 +51,12 @@ MIN_DEPTH, MAX_DEPTH = 1, 3
 DEFAULT_LIMIT = 500
 NOTE, TAG, LINK = "note", "tag", "link"
 TAGGED = "TAGGED"
+# Nodes that stand for a source's documents: they live until their document is removed,
+# while every other node is garbage once no edge touches it.
+DOCUMENT_TYPES = (NOTE, "commit", "repo_doc", "ticket")
+_DOCUMENT_TYPES_SQL = "(" + ", ".join(f"'{t}'" for t in DOCUMENT_TYPES) + ")"
 
-# Node types become Neo4j labels, so they are lower snake case: then "note" is the only type
-# whose label is "Note", the label garbage collection spares.
+# Node types become Neo4j labels, so they are lower snake case.
 _NODE_TYPE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
 
 
@@ -99,18 +102,18 @@ class GraphStore(ABC):
     holds every backend to it)."""
 
     def apply(self, removed_origins: Iterable[str], nodes: Sequence[Node], edges: Sequence[Edge],
-              removed_notes: Iterable[str] = ()) -> None:
+              removed_documents: Iterable[str] = ()) -> None:
         """One refresh batch in one transaction: delete the edges of ``removed_origins`` (the
-        origins being rewritten and the deleted ones), delete the notes ``removed_notes`` with
-        all their edges (keys that are not notes are ignored), upsert ``nodes`` by key, insert
-        ``edges`` by ``Edge.key`` (idempotent), then delete every node other than a note that
-        no edge touches any more.
+        origins being rewritten and the deleted ones), delete the document nodes
+        ``removed_documents`` with all their edges (keys of other nodes are ignored), upsert
+        ``nodes`` by key, insert ``edges`` by ``Edge.key`` (idempotent), then delete every
+        node other than a document (``DOCUMENT_TYPES``) that no edge touches any more.
 
         Raises ValueError, writing nothing, for an edge whose src or dst node would be absent,
         a node type that is not lower snake case or properties that are not a JSON object.
         """
-        if isinstance(removed_origins, str) or isinstance(removed_notes, str):
-            raise TypeError("removed_origins and removed_notes are collections of keys")
+        if isinstance(removed_origins, str) or isinstance(removed_documents, str):
+            raise TypeError("removed_origins and removed_documents are collections of keys")
         nodes = list({n.key: n for n in nodes}.values())
         edges = list({e.key: e for e in edges}.values())
         for node in nodes:
@@ -118,7 +121,7 @@ class GraphStore(ABC):
         for edge in edges:
             if not isinstance(edge.relation, str) or not edge.relation:
                 raise ValueError(f"edge {edge.src} -> {edge.dst}: relation must be a name")
-        self._apply(sorted(set(removed_origins)), sorted(set(removed_notes)), nodes, edges)
+        self._apply(sorted(set(removed_origins)), sorted(set(removed_documents)), nodes, edges)
 
     def neighbourhood(self, center: str, depth: int, *, limit: int = DEFAULT_LIMIT) -> Subgraph:
         """Every node within ``depth`` undirected hops of ``center`` over edges of any type,
@@ -144,7 +147,8 @@ class GraphStore(ABC):
         """``{"nodes": {type: n}, "edges": {relation: n}}``, keys sorted."""
 
     @abstractmethod
-    def note_keys(self, source: str | None = None) -> set[str]: ...
+    def document_keys(self, source: str | None = None) -> set[str]:
+        """Keys of the document nodes (notes, commits, repo docs, tickets) of ``source``."""
 
     @abstractmethod
     def dangling_edges(self) -> int:
@@ -163,8 +167,8 @@ class GraphStore(ABC):
     # -- backend hooks -------------------------------------------------------------------
 
     @abstractmethod
-    def _apply(self, removed_origins: list[str], removed_notes: list[str], nodes: list[Node],
-               edges: list[Edge]) -> None: ...
+    def _apply(self, removed_origins: list[str], removed_documents: list[str],
+               nodes: list[Node], edges: list[Edge]) -> None: ...
 
     @abstractmethod
     def _neighbourhood(self, center: str, depth: int, limit: int) -> Subgraph: ...
@@ -382,8 +386,8 @@ class SqliteGraphStore(GraphStore):
 
     # -- writes ------------------------------------------------------------------------
 
-    def _apply(self, removed_origins: list[str], removed_notes: list[str], nodes: list[Node],
-               edges: list[Edge]) -> None:
+    def _apply(self, removed_origins: list[str], removed_documents: list[str],
+               nodes: list[Node], edges: list[Edge]) -> None:
         if self.read_only:
             raise GraphStoreReadOnly(f"graph store {self.path} was opened read-only")
         with self._lock:
@@ -393,12 +397,13 @@ class SqliteGraphStore(GraphStore):
             try:
                 touched = self._delete_edges(f"origin IN {_IN_JSON}",
                                              (_json_list(removed_origins),))
-                notes = _json_list(removed_notes)
-                doomed = f"(SELECT key FROM nodes WHERE type = '{NOTE}' AND key IN {_IN_JSON})"
+                documents = _json_list(removed_documents)
+                doomed = (f"(SELECT key FROM nodes WHERE type IN {_DOCUMENT_TYPES_SQL} "
+                          f"AND key IN {_IN_JSON})")
                 touched |= self._delete_edges(f"src IN {doomed} OR dst IN {doomed}",
-                                              (notes, notes))
-                conn.execute(f"DELETE FROM nodes WHERE type = '{NOTE}' AND key IN {_IN_JSON}",
-                             (notes,))
+                                              (documents, documents))
+                conn.execute(f"DELETE FROM nodes WHERE type IN {_DOCUMENT_TYPES_SQL} "
+                             f"AND key IN {_IN_JSON}", (documents,))
                 conn.executemany(
                     f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES (?, ?, ?, ?, ?) "
                     "ON CONFLICT (key) DO UPDATE SET type = excluded.type, "
@@ -415,9 +420,10 @@ class SqliteGraphStore(GraphStore):
                     [(e.key, e.src, e.dst, e.relation, e.confidence, e.extractor, e.origin,
                       e.source, json.dumps(list(e.evidence)), e.evidence_text, float(e.weight))
                      for e in edges])
-                candidates = touched | {n.key for n in nodes if n.type != NOTE}
+                candidates = touched | {n.key for n in nodes if n.type not in DOCUMENT_TYPES}
                 conn.execute(
-                    f"DELETE FROM nodes WHERE key IN {_IN_JSON} AND type <> '{NOTE}' "
+                    f"DELETE FROM nodes WHERE key IN {_IN_JSON} "
+                    f"AND type NOT IN {_DOCUMENT_TYPES_SQL} "
                     "AND NOT EXISTS (SELECT 1 FROM edges WHERE src = nodes.key) "
                     "AND NOT EXISTS (SELECT 1 FROM edges WHERE dst = nodes.key)",
                     (_json_list(candidates),))
@@ -505,12 +511,12 @@ class SqliteGraphStore(GraphStore):
                 "SELECT relation, count(*) FROM edges GROUP BY relation ORDER BY relation")
             return {"nodes": nodes, "edges": dict(edges.fetchall())}
 
-    def note_keys(self, source: str | None = None) -> set[str]:
+    def document_keys(self, source: str | None = None) -> set[str]:
         with self._lock:
             self._require_open()
             rows = self._conn.execute(
-                f"SELECT key FROM nodes WHERE type = '{NOTE}' AND (?1 IS NULL OR source = ?1)",
-                (source,)).fetchall()
+                f"SELECT key FROM nodes WHERE type IN {_DOCUMENT_TYPES_SQL} "
+                "AND (?1 IS NULL OR source = ?1)", (source,)).fetchall()
         return {key for (key,) in rows}
 
     def dangling_edges(self) -> int:
@@ -557,8 +563,8 @@ class CachedGraphStore(GraphStore):
     def path(self) -> Path:
         return self._store.path
 
-    def _apply(self, removed_origins: list[str], removed_notes: list[str], nodes: list[Node],
-               edges: list[Edge]) -> None:
+    def _apply(self, removed_origins: list[str], removed_documents: list[str],
+               nodes: list[Node], edges: list[Edge]) -> None:
         raise GraphStoreReadOnly(f"graph store {self.path} is a read-only cached copy")
 
     def _neighbourhood(self, center: str, depth: int, limit: int) -> Subgraph:
@@ -596,8 +602,8 @@ class CachedGraphStore(GraphStore):
     def counts(self) -> dict:
         return self._store.counts()
 
-    def note_keys(self, source: str | None = None) -> set[str]:
-        return self._store.note_keys(source)
+    def document_keys(self, source: str | None = None) -> set[str]:
+        return self._store.document_keys(source)
 
     def dangling_edges(self) -> int:
         return self._store.dangling_edges()
@@ -724,18 +730,18 @@ class Neo4jGraphStore(GraphStore):
 
     # -- writes ------------------------------------------------------------------------
 
-    def _apply(self, removed_origins: list[str], removed_notes: list[str], nodes: list[Node],
-               edges: list[Edge]) -> None:
+    def _apply(self, removed_origins: list[str], removed_documents: list[str],
+               nodes: list[Node], edges: list[Edge]) -> None:
         for rel_type in sorted({_relationship_type(e.relation) for e in edges}
                                - self._indexed_types):
             self._schema(f"CREATE INDEX jarvis_origin_{rel_type} IF NOT EXISTS "
                          f"FOR ()-[r:`{rel_type}`]-() ON (r.origin)")
             self._indexed_types.add(rel_type)
         with self._session() as session:
-            session.execute_write(self._write, removed_origins, removed_notes, nodes, edges)
+            session.execute_write(self._write, removed_origins, removed_documents, nodes, edges)
 
     def _write(self, tx: neo4j.ManagedTransaction, removed_origins: list[str],
-               removed_notes: list[str], nodes: list[Node], edges: list[Edge]) -> None:
+               removed_documents: list[str], nodes: list[Node], edges: list[Edge]) -> None:
         """The whole batch; the driver re-runs it from the start on a transient error."""
         touched: set[str] = set()
         if removed_origins:
@@ -748,12 +754,12 @@ class Neo4jGraphStore(GraphStore):
                             f"MATCH (a:Node)-[r:`{rel_type}` {{origin: origin}}]->(b:Node) "
                             "DELETE r RETURN a.key AS src, b.key AS dst", origins=origins):
                         touched.update((ends["src"], ends["dst"]))
-        for keys in _batches(removed_notes, self.batch_size):
+        for keys in _batches(removed_documents, self.batch_size):
             touched.update(r["key"] for r in tx.run(
-                "UNWIND $keys AS k MATCH (n:Node {key: k})--(m:Node) WHERE n:Note "
-                "RETURN DISTINCT m.key AS key", keys=keys))
-            tx.run("UNWIND $keys AS k MATCH (n:Node {key: k}) WHERE n:Note DETACH DELETE n",
-                   keys=keys).consume()
+                "UNWIND $keys AS k MATCH (n:Node {key: k})--(m:Node) WHERE n.type IN $documents "
+                "RETURN DISTINCT m.key AS key", keys=keys, documents=DOCUMENT_TYPES))
+            tx.run("UNWIND $keys AS k MATCH (n:Node {key: k}) WHERE n.type IN $documents "
+                   "DETACH DELETE n", keys=keys, documents=DOCUMENT_TYPES).consume()
         self._upsert_nodes(tx, nodes)
         self._check_endpoints(tx, nodes, edges)
         by_type: dict[str, list[dict]] = defaultdict(list)
@@ -765,11 +771,11 @@ class Neo4jGraphStore(GraphStore):
                        "MATCH (a:Node {key: row.src}) MATCH (b:Node {key: row.dst}) "
                        f"MERGE (a)-[r:`{rel_type}` {{key: row.key}}]->(b) "
                        "SET r = row.properties", rows=batch).consume()
-        candidates = sorted(touched | {n.key for n in nodes if n.type != NOTE})
+        candidates = sorted(touched | {n.key for n in nodes if n.type not in DOCUMENT_TYPES})
         for keys in _batches(candidates, self.batch_size):
             tx.run("UNWIND $keys AS k MATCH (n:Node {key: k}) "
-                   "WHERE NOT n:Note AND NOT EXISTS { MATCH (n)--() } DELETE n",
-                   keys=keys).consume()
+                   "WHERE NOT n.type IN $documents AND NOT EXISTS { MATCH (n)--() } DELETE n",
+                   keys=keys, documents=DOCUMENT_TYPES).consume()
 
     def _upsert_nodes(self, tx: neo4j.ManagedTransaction, nodes: list[Node]) -> None:
         """Replace each node's properties and type label (dropping the old one on a change)."""
@@ -858,10 +864,11 @@ class Neo4jGraphStore(GraphStore):
         return {"nodes": {r["name"]: r["count"] for r in nodes},
                 "edges": {r["name"]: r["count"] for r in edges}}
 
-    def note_keys(self, source: str | None = None) -> set[str]:
+    def document_keys(self, source: str | None = None) -> set[str]:
         return {r["key"] for r in self._query(
-            "MATCH (n:Note) WHERE n:Node AND ($source IS NULL OR n.source = $source) "
-            "RETURN n.key AS key", source=source)}
+            "MATCH (n:Node) WHERE n.type IN $documents "
+            "AND ($source IS NULL OR n.source = $source) RETURN n.key AS key",
+            source=source, documents=DOCUMENT_TYPES)}
 
     def dangling_edges(self) -> int:
         """Neo4j cannot store a relationship without its nodes; one of ours can still end at

@@ -84,6 +84,41 @@ GRAPH_ORIGINS = pl.Schema({
     "extracted_at": pl.Datetime("us"),
 })
 
+# Git repositories (jarvis_core/git_source.py): commits reachable from the configured branch,
+# the files each changed, the files and docs at its head, and the head last ingested.
+COMMITS = pl.Schema({
+    "source": pl.Utf8, "sha": pl.Utf8, "parents": pl.List(pl.Utf8),
+    "author_name": pl.Utf8, "author_email": pl.Utf8, "authored_at": pl.Datetime("us"),
+    "committer_name": pl.Utf8, "committer_email": pl.Utf8, "committed_at": pl.Datetime("us"),
+    "subject": pl.Utf8, "message": pl.Utf8, "files_changed": pl.Int32,
+    "additions": pl.Int32, "deletions": pl.Int32, "ingested_at": pl.Datetime("us"),
+})
+
+COMMIT_FILES = pl.Schema({
+    "source": pl.Utf8, "sha": pl.Utf8, "path": pl.Utf8, "old_path": pl.Utf8,
+    "additions": pl.Int32, "deletions": pl.Int32, "binary": pl.Boolean,
+})
+
+REPO_FILES = pl.Schema({
+    "source": pl.Utf8, "path": pl.Utf8, "language": pl.Utf8, "size_bytes": pl.Int64,
+    "blob_sha": pl.Utf8,
+})
+
+REPO_DOCS = pl.Schema({
+    "source": pl.Utf8, "path": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8, "blob_sha": pl.Utf8,
+    "modified_at": pl.Datetime("us"),
+})
+
+REPO_KNOWLEDGE = pl.Schema({
+    "source": pl.Utf8, "path": pl.Utf8, "blob_sha": pl.Utf8, "components": pl.Utf8,
+    "error": pl.Utf8,
+})
+
+REPO_STATE = pl.Schema({
+    "source": pl.Utf8, "branch": pl.Utf8, "head": pl.Utf8, "shallow": pl.Boolean,
+    "commit_count": pl.Int64, "ingested_at": pl.Datetime("us"),
+})
+
 TABLES: dict[str, tuple[pl.Schema, tuple[str, ...]]] = {
     "notes": (NOTES, ("source", "path")),
     "attachments": (ATTACHMENTS, ("source", "path")),
@@ -95,7 +130,17 @@ TABLES: dict[str, tuple[pl.Schema, tuple[str, ...]]] = {
     "graph_broken_links": (BROKEN_LINKS, ()),
     "chunk_mentions": (CHUNK_MENTIONS, ()),
     "graph_origins": (GRAPH_ORIGINS, ("source", "origin")),
+    "commits": (COMMITS, ("source", "sha")),
+    "commit_files": (COMMIT_FILES, ()),  # a commit may list a path twice (a copy and an edit)
+    "repo_files": (REPO_FILES, ("source", "path")),
+    "repo_docs": (REPO_DOCS, ("source", "path")),
+    "repo_knowledge": (REPO_KNOWLEDGE, ("source", "path")),
+    "repo_state": (REPO_STATE, ("source",)),
 }
+
+# The raw tables of each source kind: a source with rows in any of them has data to purge
+# once it is no longer configured.
+RAW_TABLES = ("notes", "commits", "repo_files", "repo_docs")
 
 _SCALARS = {
     pl.Utf8: "VARCHAR", pl.Int64: "BIGINT", pl.Int32: "INTEGER",

@@ -18,13 +18,24 @@ import polars as pl
 from jarvis_core.chunking import embedding_text
 from jarvis_core.vectors import VectorPoint, VectorStore
 
-# The chunk columns (plus the note's tags and modification time) a vector carries.
-PAYLOAD_SQL = """
+# When each kind of document last changed, by its chunks' path ($1 is the source).
+_DOCUMENT_DATES = (
+    "SELECT path, modified_at FROM notes WHERE source = $1",
+    "SELECT 'commits/' || sha AS path, committed_at AS modified_at FROM commits "
+    "WHERE source = $1",
+    "SELECT path, modified_at FROM repo_docs WHERE source = $1",
+)
+
+# The chunk columns (plus the note's tags and the document's modification time) a vector
+# carries; documents other than notes have no tags.
+PAYLOAD_SQL = f"""
     SELECT c.chunk_id, c.source, c.source_type, c.doc_key, c.path, c.title,
            c.heading_path, c.context, c.text,
-           coalesce(n.tags, []::VARCHAR[]) AS tags, n.modified_at
-    FROM chunks c LEFT JOIN notes n ON n.source = c.source AND n.path = c.path
-    WHERE c.source = ?
+           coalesce(n.tags, []::VARCHAR[]) AS tags, d.modified_at
+    FROM chunks c
+    LEFT JOIN notes n ON n.source = c.source AND n.path = c.path
+    LEFT JOIN ({" UNION ALL ".join(_DOCUMENT_DATES)}) d ON d.path = c.path
+    WHERE c.source = $1
 """
 
 

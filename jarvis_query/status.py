@@ -11,7 +11,9 @@ import duckdb
 from jarvis_core import serving
 from jarvis_core.config import JarvisConfig
 
-_LAYER_TABLES = {"notes": "notes", "attachments": "attachments", "failed": "ingest_failures",
+_LAYER_TABLES = {"notes": "notes", "attachments": "attachments", "commits": "commits",
+                 "repo_files": "repo_files", "repo_docs": "repo_docs",
+                 "failed": "ingest_failures",
                  "chunks": "chunks", "nodes": "graph_nodes", "edges": "graph_edges",
                  "broken_links": "graph_broken_links"}
 
@@ -39,10 +41,17 @@ def read_only(database: Path, attempts: int = 20, wait_seconds: float = 0.25):
         conn.close()
 
 
+def _source_path(config: JarvisConfig, name: str) -> Path:
+    kind = config.source_kind(name)
+    if kind == "repo":
+        return config.repo_checkout(name)
+    return (config.vaults if kind == "vault" else config.tickets)[name].path
+
+
 def store_status(config: JarvisConfig) -> dict:
     """Configured sources with their kind and path, and per-source row counts per layer."""
-    sources = {name: {"kind": "vault", "path": str(vault.path)}
-               for name, vault in config.vaults.items()}
+    sources = {name: {"kind": config.source_kind(name), "path": str(_source_path(config, name))}
+               for name in config.source_names}
     counts: dict[str, dict[str, int]] = {}
     with read_only(config.duckdb_path) as conn:
         tables = {name for (name,) in

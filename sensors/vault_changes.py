@@ -187,9 +187,11 @@ def vault_changes_sensor(context: dg.SensorEvaluationContext,
     purging: list[str] = cursor.get("purging", [])
 
     configured = set(config.vaults)
+    every_kind = set(config.source_names)  # repos and ticket sets share the partitions
     known = set(context.instance.get_dynamic_partitions(source_partitions.name))
-    new_sources = sorted(configured - known)
-    run_requests: list[dg.RunRequest] = []
+    new_sources = sorted(every_kind - known)
+    run_requests = [dg.RunRequest(partition_key=source, tags={"jarvis/reason": "new source"})
+                    for source in new_sources if source not in configured]
     partition_requests = [source_partitions.build_add_request(new_sources)] if new_sources else []
     digests: dict[str, str] = {}
 
@@ -211,7 +213,7 @@ def vault_changes_sensor(context: dg.SensorEvaluationContext,
                 digests[source] = previous_digests[source]
 
     still_purging = []
-    for source in sorted(known - configured):
+    for source in sorted(known - every_kind):
         if source not in purging:
             last_digest = previous_digests.get(source)  # a re-added then removed vault differs
             run_requests.append(dg.RunRequest(

@@ -21,7 +21,7 @@ def refreshed(sample_config):
 
 def graph_keys(config) -> tuple[set[str], set[tuple[str, str, str]]]:
     with SqliteGraphStore(config.graph_path) as store:
-        nodes = store.note_keys("sample")
+        nodes = store.document_keys("sample")
         edges = {(e.src, e.relation, e.dst)
                  for e in store.neighbourhood(ALERTING, 3, limit=100_000).edges}
     return nodes, edges
@@ -32,7 +32,7 @@ def test_tables_and_store_agree(refreshed):
     table_notes = {k for (k,) in rows(config, "SELECT node_key FROM graph_nodes "
                                               "WHERE type = 'note'")}
     with SqliteGraphStore(config.graph_path) as store:
-        assert store.note_keys("sample") == table_notes
+        assert store.document_keys("sample") == table_notes
         assert store.dangling_edges() == 0
         store_edges = sum(store.counts()["edges"].values())
     assert store_edges == rows(config, "SELECT count(*) FROM graph_edges")[0][0]
@@ -52,7 +52,7 @@ def test_rename_and_delete_leave_nothing_stale(refreshed, sample_vault):
     assert report["ok"], report
     renamed = "note:sample/Projects/Lumen/Architecture/Alerting Service.md"
     with SqliteGraphStore(config.graph_path) as store:
-        keys = store.note_keys("sample")
+        keys = store.document_keys("sample")
         assert ALERTING not in keys and renamed in keys
         assert not [k for k in keys if "Shakshuka" in k]
         assert store.node(ALERTING) is None and store.dangling_edges() == 0

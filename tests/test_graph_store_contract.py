@@ -285,7 +285,7 @@ def test_removing_a_note_removes_its_edges_and_the_tags_only_it_used(graph):
                   [g.tagged("note:old", "tag:only"), g.tagged("note:old", "tag:shared"),
                    g.tagged("note:other", "tag:shared"), g.edge("note:old", "link:private"),
                    g.edge("note:other", "note:old")])
-    g.store.apply([g.key("note:old")], [], [], removed_notes=[g.key("note:old")])
+    g.store.apply([g.key("note:old")], [], [], removed_documents=[g.key("note:old")])
     assert g.store.node(g.key("note:old")) is None
     assert g.store.node(g.key("tag:only")) is None
     assert g.store.node(g.key("link:private")) is None
@@ -301,9 +301,9 @@ def test_a_rename_is_a_removal_plus_a_new_note(graph):
                   [g.tagged("note:before", "tag:t"), g.edge("note:before", "note:friend")])
     g.store.apply([g.key("note:before")], [g.note("after"), g.note("friend"), g.tag("t")],
                   [g.tagged("note:after", "tag:t"), g.edge("note:after", "note:friend")],
-                  removed_notes=[g.key("note:before")])
+                  removed_documents=[g.key("note:before")])
     assert g.around("tag:t", 2) == {"tag:t": 0, "note:after": 1, "note:friend": 2}
-    assert g.store.note_keys(g.source()) == {g.key("note:after"), g.key("note:friend")}
+    assert g.store.document_keys(g.source()) == {g.key("note:after"), g.key("note:friend")}
     assert g.counts() == {"nodes": {"note": 2, "tag": 1}, "edges": {"LINKS_TO": 1, "TAGGED": 1}}
 
 
@@ -315,7 +315,7 @@ def test_a_tag_shared_by_two_origins_survives_until_neither_uses_it(graph):
     assert g.around("tag:t", 1) == {"tag:t": 0, "note:b": 1}
     g.store.apply([g.key("note:b")], [g.note("b")], [])
     assert g.store.node(g.key("tag:t")) is None
-    assert g.store.note_keys(g.source()) == {g.key("note:a"), g.key("note:b")}, \
+    assert g.store.document_keys(g.source()) == {g.key("note:a"), g.key("note:b")}, \
         "notes are never garbage"
 
 
@@ -332,7 +332,7 @@ def test_a_dangling_edge_is_rejected_and_nothing_is_written(graph):
     assert g.store.node(g.key("note:a")).properties == {}
     with pytest.raises(ValueError, match="note:a"):
         g.store.apply([], [g.note("z")], [g.edge("note:z", "note:a")],
-                      removed_notes=[g.key("note:a")])
+                      removed_documents=[g.key("note:a")])
     assert g.counts() == before
 
 
@@ -381,11 +381,11 @@ def test_counts_note_keys_and_dangling_edges(graph):
                                               extractor="embedding")])
     assert g.counts() == {"nodes": {"note": 6, "tag": 2, "link": 1},
                           "edges": {"LINKS_TO": 5, "SIMILAR_TO": 1, "TAGGED": 3}}
-    assert g.store.note_keys(g.source()) == {g.key(f"note:{n}")
+    assert g.store.document_keys(g.source()) == {g.key(f"note:{n}")
                                              for n in ("hub", "s1", "s2", "s3", "s4")}
-    assert g.store.note_keys(g.source("other")) == {g.key("note:elsewhere")}
-    assert g.store.note_keys(g.source("nowhere")) == set()
-    assert {g.key("note:hub"), g.key("note:elsewhere")} <= g.store.note_keys()
+    assert g.store.document_keys(g.source("other")) == {g.key("note:elsewhere")}
+    assert g.store.document_keys(g.source("nowhere")) == set()
+    assert {g.key("note:hub"), g.key("note:elsewhere")} <= g.store.document_keys()
     assert g.store.dangling_edges() == 0
 
 

@@ -1,0 +1,62 @@
+"""Identity canonicalisation: one person per human across spellings and sources."""
+
+import pytest
+
+from jarvis_core.people import Identity, PersonDirectory, normal_email, normal_name
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("Dana Kim", "dana kim"), ("dana.kim", "dana kim"), ("Kim, Dana", "dana kim"),
+    ("  DÁNA   Kim ", "dana kim"), ("dana_kim@lumen.dev", "dana kim"), ("", None), ("...", None),
+])
+def test_normal_name(raw, expected):
+    assert normal_name(raw) == expected
+
+
+def test_normal_email():
+    assert normal_email(" <Dana.Kim@Lumen.DEV> ") == "dana.kim@lumen.dev"
+    assert normal_email("not an email") is None
+    assert normal_email(None) is None
+
+
+def test_name_variants_with_one_email_are_one_person():
+    directory = PersonDirectory([
+        Identity("Dana Kim", "dana@lumen.dev"), Identity("dana.kim", "DANA@lumen.dev"),
+        Identity("Kim, Dana", None), Identity("Dana Kim", "dana.kim@personal.example"),
+    ])
+    [person] = directory.persons()
+    assert person.key == "person:dana.kim@personal.example"  # the smallest email, always
+    assert person.name == "Dana Kim"
+    assert person.emails == ("dana.kim@personal.example", "dana@lumen.dev")
+    assert set(person.names) == {"Dana Kim", "dana.kim", "Kim, Dana"}
+
+
+def test_different_people_stay_apart_and_lone_first_names_fold_nothing():
+    directory = PersonDirectory([
+        Identity("Dana Kim", "dana@lumen.dev"), Identity("Omar Haddad", "omar@lumen.dev"),
+        Identity("Dana", "dana.r@elsewhere.example"), Identity("Dana", None),
+    ])
+    keys = [person.key for person in directory.persons()]
+    assert keys == ["person:dana", "person:dana.r@elsewhere.example",
+                    "person:dana@lumen.dev", "person:omar@lumen.dev"]
+
+
+def test_aliases_join_identities_and_key_people_without_email():
+    directory = PersonDirectory()
+    login_only = directory.person(Identity(None, None, ("github:dkim",)))
+    assert login_only.key == "person:github:dkim"
+    noreply = directory.person(Identity("Dana Kim", "123+dkim@users.noreply.github.com"))
+    assert noreply.aliases == ("github:dkim",)
+    joined = directory.person(Identity("Dana Kim", "dana@lumen.dev"))
+    assert joined.key == directory.person(Identity(None, None, ("github:dkim",))).key \
+        == "person:123+dkim@users.noreply.github.com"
+    assert directory.person(Identity(None, None, ())) is None
+
+
+def test_keys_do_not_depend_on_order():
+    identities = [Identity("Kim, Dana", None), Identity("dana.kim", "dana@lumen.dev"),
+                  Identity("Dana Kim", "d.kim@lumen.dev"), Identity("Lee Park", "lee@lumen.dev")]
+    forward = PersonDirectory(identities).persons()
+    backward = PersonDirectory(reversed(identities)).persons()
+    assert forward == backward
+    assert [p.key for p in forward] == ["person:d.kim@lumen.dev", "person:lee@lumen.dev"]
