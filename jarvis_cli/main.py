@@ -220,6 +220,45 @@ def graph(obj: _Context, note: str, depth: int, as_json: bool) -> None:
     _emit(result, as_json, render)
 
 
+@cli.command()
+@click.argument("note")
+@click.option("--vault", default=None, help="Read from this vault.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def read(obj: _Context, note: str, vault: str | None, as_json: bool) -> None:
+    """Print NOTE (a vault-relative path or a title) from disk, with its tags and links."""
+    from jarvis_query.reading import format_note, read_note
+
+    try:
+        data = read_note(_knowledge_base(obj), note, vault)
+    except _query_errors() as exc:
+        raise click.ClickException(str(exc)) from exc
+    _emit(data, as_json, lambda d: click.echo(format_note(d)))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def vaults(obj: _Context, as_json: bool) -> None:
+    """List the configured vaults and other sources with what is published for them."""
+    from jarvis_query.reading import format_vaults, list_vaults
+
+    _emit(list_vaults(_knowledge_base(obj)), as_json, lambda d: click.echo(format_vaults(d)))
+
+
+@cli.command()
+@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the server's log to this file (it always goes to stderr).")
+@click.pass_obj
+def serve(obj: _Context, log_file: Path | None) -> None:
+    """Serve the knowledge base to assistants over MCP on stdio (e.g. for Claude Desktop)."""
+    from jarvis_query.mcp_server import configure_logging
+    from jarvis_query.mcp_server import serve as serve_mcp
+
+    configure_logging(log_file)
+    serve_mcp(obj.config())
+
+
 @cli.command(name="eval")
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False))
 @click.option("--mode", type=click.Choice(["dense"]), default="dense", show_default=True)

@@ -1,0 +1,304 @@
+"""The MCP server driven over stdio by the SDK's own client, against stores built once by
+running the pipeline on the sample vault: the tool list, every tool with good and bad
+arguments, read-note refusing every way out of the vault, correlation ids in the logs."""
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from jarvis_cli.refresh import run_refresh
+from jarvis_core import serving
+from tests.conftest import PROJECT_ROOT, SAMPLE_VAULT, write_config
+
+pytestmark = pytest.mark.slow
+
+TOOLS = {"search-semantic", "search-vault", "search-hybrid", "search-graph", "search-graphrag",
+         "read-note", "list-vaults", "get-vault-context"}
+SECRET = "TOP SECRET: do not serve"
+JARVIS = str(Path(sys.executable).with_name("jarvis"))
+
+
+async def _converse(command: list[str], calls: dict[str, tuple[str, dict]], log: Path):
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(PROJECT_ROOT),
+                                   env={"HF_HUB_OFFLINE": "1"})
+    with log.open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=300) as session:
+                await session.initialize()
+                tools = (await session.list_tools()).tools
+                results = {label: await session.call_tool(name, arguments)
+                           for label, (name, arguments) in calls.items()}
+    return {tool.name: tool for tool in tools}, results
+
+
+def converse(command: list[str], calls: dict[str, tuple[str, dict]], log: Path):
+    """Start the server, list its tools, make ``calls`` (label -> (tool, arguments)) in one
+    session, and return (tools by name, results by label)."""
+    return anyio.run(_converse, command, calls, log)
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """The sample vault refreshed once; then a secret beside it and a symlink leading to it."""
+    root = tmp_path_factory.mktemp("mcp")
+    vault = root / "vault"
+    shutil.copytree(SAMPLE_VAULT, vault, symlinks=True)
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("JARVIS_HOME", "JARVIS_CONFIG", "DAGSTER_HOME"):
+            env.delenv(name, raising=False)
+        config = write_config(root / "project", {"sample": vault})
+        report = run_refresh(config)
+    assert report["ok"], report
+    (root / "secret.md").write_text(SECRET)
+    (vault / "Leak.md").symlink_to(root / "secret.md")
+    return config
+
+
+TRAVERSALS = ["../secret.md", "../project/jarvis.yaml", "..%2Fsecret.md", "%2e%2e/secret.md",
+              "%252e%252e%252fsecret.md", "..\\secret.md", "Areas\\..\\..\\secret.md",
+              "/etc/passwd", "Leak.md", "Leak", "Areas/Health/Sleep.md\x00../../secret.md",
+              "．．/secret.md", "‥/secret.md", "Areas/../../secret.md", ".obsidian/app.json"]
+
+GOOD = {
+    "semantic": ("search-semantic", {"query": "eggs poached in a spiced tomato and pepper "
+                                              "sauce", "limit": 3}),
+    "semantic_filtered": ("search-semantic", {"query": "sleep", "vault": "sample", "limit": 50,
+                                              "similarity_threshold": 0.3}),
+    "vault_names": ("search-vault", {"query": "Shakshuka"}),
+    "vault_content": ("search-vault", {"query": "idempotency key", "search_content": True,
+                                       "limit": 5}),
+    "hybrid": ("search-hybrid", {"query": "duplicate readings idempotency key", "limit": 5}),
+    "hybrid_filtered": ("search-hybrid", {"query": "alerting", "alpha": 0.5, "limit": 5,
+                                          "source_types": ["note"],
+                                          "modified_after": "2000-01-01"}),
+    "graph": ("search-graph", {"query_note_path": "Projects/Lumen/Architecture/Alerting.md",
+                               "depth": 2}),
+    "graphrag": ("search-graphrag", {"query": "how are alerts raised for a station",
+                                     "limit": 5, "max_tokens": 1000}),
+    "read": ("read-note", {"path": "Areas/Health/Sleep.md"}),
+    "read_by_title": ("read-note", {"path": "Shakshuka", "vault": "sample"}),
+    "vaults": ("list-vaults", {}),
+    "context": ("get-vault-context", {"vault": "sample"}),
+}
+BAD = {  # label -> (tool, arguments, the start of the error text)
+    "semantic_no_query": ("search-semantic", {"limit": 3}, "Error: query parameter is required"),
+    "semantic_blank": ("search-semantic", {"query": "  "}, "Error: query parameter is required"),
+    "semantic_limit": ("search-semantic", {"query": "x", "limit": 0},
+                       "Error: limit must be between 1 and 50"),
+    "semantic_limit_type": ("search-semantic", {"query": "x", "limit": "many"},
+                            "Error: limit: Input should be a valid integer"),
+    "semantic_vault": ("search-semantic", {"query": "x", "vault": "nope"},
+                       "Error: Unknown vault 'nope'"),
+    "semantic_threshold": ("search-semantic", {"query": "x", "similarity_threshold": 2},
+                           "Error: similarity_threshold must be between -1 and 1"),
+    "vault_no_query": ("search-vault", {"search_content": True},
+                       "Error: query parameter is required"),
+    "vault_limit": ("search-vault", {"query": "x", "limit": 51},
+                    "Error: limit must be between 1 and 50"),
+    "vault_vault": ("search-vault", {"query": "x", "vault": "nope"},
+                    "Error: Unknown vault 'nope'"),
+    "hybrid_vault": ("search-hybrid", {"query": "x", "vault": "nope"},
+                     "Error: Unknown vault 'nope'"),
+    "hybrid_alpha": ("search-hybrid", {"query": "x", "alpha": 1.5}, "Error: alpha"),
+    "hybrid_date": ("search-hybrid", {"query": "x", "modified_after": "last tuesday"},
+                    "Error: modified_after"),
+    "graph_depth": ("search-graph", {"query_note_path": "Alerting", "depth": 4},
+                    "Error: depth must be between 1 and 3"),
+    "graph_no_note": ("search-graph", {}, "Error: query_note_path parameter is required"),
+    "graph_unknown_note": ("search-graph", {"query_note_path": "No Such Note"},
+                           "Error: Note not found: 'No Such Note'"),
+    "graphrag_no_query": ("search-graphrag", {}, "Error: query parameter is required"),
+    "graphrag_vault": ("search-graphrag", {"query": "x", "vault": "nope"},
+                       "Error: Unknown vault 'nope'"),
+    "read_missing": ("read-note", {"path": "Nope/Missing.md"},
+                     "Error reading note: File not found: 'Nope/Missing.md'"),
+    "read_no_path": ("read-note", {}, "Error: path parameter is required"),
+    "read_vault": ("read-note", {"path": "Sleep", "vault": "nope"},
+                   "Error: Unknown vault 'nope'"),
+    "context_vault": ("get-vault-context", {"vault": "nope"}, "Error: Unknown vault 'nope'"),
+    "context_no_vault": ("get-vault-context", {}, "Error: vault parameter is required"),
+    "unknown_tool": ("search-everything", {"query": "x"}, "Error: Unknown tool"),
+    **{f"traversal_{i}": ("read-note", {"path": path}, "Error reading note: Access denied: ")
+       for i, path in enumerate(TRAVERSALS)},
+}
+
+
+@pytest.fixture(scope="module")
+def session(published, tmp_path_factory):
+    """One `jarvis serve` session making every call; its log file is kept for inspection."""
+    log = tmp_path_factory.mktemp("logs") / "stderr.log"
+    calls = {**GOOD, **{label: (tool, args) for label, (tool, args, _) in BAD.items()}}
+    command = [JARVIS, "--config", str(published.config_path), "serve",
+               "--log-file", str(log.with_name("server.log"))]
+    tools, results = converse(command, calls, log)
+    return tools, results, log
+
+
+def text(result) -> str:
+    return result.content[0].text
+
+
+def answer(session, label: str) -> dict:
+    result = session[1][label]
+    assert not result.is_error, text(result)
+    assert text(result).strip()
+    return result.structured_content
+
+
+def test_tool_list_and_schemas(session):
+    tools, _, _ = session
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and tool.annotations.read_only_hint is True
+    semantic = tools["search-semantic"].input_schema
+    assert semantic["required"] == ["query"]
+    assert semantic["properties"]["limit"].items() >= {
+        "default": 10, "minimum": 1, "maximum": 50}.items()
+    assert set(semantic["properties"]) == {"query", "limit", "vault", "similarity_threshold"}
+    assert set(tools["search-hybrid"].input_schema["properties"]) == {
+        "query", "limit", "vault", "alpha", "source_types", "tags", "modified_after",
+        "modified_before"}
+    assert set(tools["search-graphrag"].input_schema["properties"]) == {
+        "query", "limit", "vault", "depth", "max_tokens"}
+    assert tools["search-graphrag"].input_schema["properties"]["max_tokens"]["default"] == 6500
+    graph = tools["search-graph"].input_schema
+    assert graph["required"] == ["query_note_path"]
+    assert graph["properties"]["depth"].items() >= {
+        "default": 1, "minimum": 1, "maximum": 3}.items()
+    assert tools["read-note"].input_schema["required"] == ["path"]
+    assert tools["get-vault-context"].input_schema["required"] == ["vault"]
+    assert tools["list-vaults"].input_schema.get("required", []) == []
+
+
+def test_every_result_carries_schema_version_and_a_logged_correlation_id(session):
+    _, results, log = session
+    ids = set()
+    logged = log.read_text()
+    server_log = log.with_name("server.log").read_text()
+    for label, result in results.items():
+        data = result.structured_content
+        assert data["schema_version"] == "v1", label
+        assert re.fullmatch(r"[0-9a-f]{16}", data["correlation_id"]), label
+        ids.add(data["correlation_id"])
+        status = "error" if result.is_error else "ok"
+        line = re.search(rf"correlation_id={data['correlation_id']} tool=(\S+) "
+                         rf"status={status} duration_ms=[\d.]+", logged)
+        assert line, label
+        assert data["correlation_id"] in server_log
+    assert len(ids) == len(results)
+
+
+@pytest.mark.parametrize("label", list(BAD))
+def test_bad_arguments_are_error_results(session, label):
+    result = session[1][label]
+    expected = BAD[label][2]
+    assert result.is_error, text(result)
+    assert text(result).startswith(expected), text(result)
+    assert result.structured_content["error"]["message"] == text(result)
+    assert SECRET not in text(result)
+
+
+def test_search_semantic(session):
+    data = answer(session, "semantic")
+    assert data["results"][0]["path"] == "Personal/Recipes/Shakshuka.md"
+    assert len(data["results"]) == 3 and data["query"].startswith("eggs poached")
+    assert "1. " in text(session[1]["semantic"]) and "Shakshuka.md" in text(session[1]["semantic"])
+    filtered = answer(session, "semantic_filtered")["results"]
+    assert filtered and all(r["score"] >= 0.3 and r["vault"] == "sample" for r in filtered)
+
+
+def test_search_graph(session):
+    data = answer(session, "graph")
+    assert data["available"] is True and data["center"]["title"] == "Alerting"
+    assert data["depth"] == 2 and data["counts"]["notes"] > 1
+    assert text(session[1]["graph"]).startswith("Alerting (sample/Projects/Lumen/Architecture/")
+
+
+def test_read_note(session, published):
+    data = answer(session, "read")
+    sleep = published.vaults["sample"].path / "Areas" / "Health" / "Sleep.md"
+    assert data["content"] == sleep.read_text() and data["title"] == "Sleep"
+    assert {"health", "sleep"} <= set(data["tags"]) and data["published"] is True
+    assert "Reading/Books/Why We Sleep.md" in [n["path"] for n in data["links"]]
+    assert "People/Maya Chen.md" in [n["path"] for n in data["backlinks"]]
+    readable = text(session[1]["read"])
+    assert readable.startswith("# Sleep  (sample/Areas/Health/Sleep.md")
+    assert "backlinks: " in readable
+    assert answer(session, "read_by_title")["path"] == "Personal/Recipes/Shakshuka.md"
+
+
+def test_list_vaults(session):
+    data = answer(session, "vaults")
+    [vault] = data["vaults"]
+    assert (vault["name"], vault["kind"], vault["notes"], vault["attachments"]) == (
+        "sample", "vault", 53, 2)
+    assert vault["chunks"]["note"] > 53 and vault["last_refresh"] == data["published"][
+        "published_at"]
+    assert data["other_sources"] == []
+    assert "- sample (vault, " in text(session[1]["vaults"])
+
+
+def test_search_vault(session):
+    names = answer(session, "vault_names")["results"]
+    assert names[0]["path"] == "Personal/Recipes/Shakshuka.md"
+    content = answer(session, "vault_content")["results"]
+    assert content and any("Idempotent" in r["path"] or "Ingest" in r["path"] for r in content)
+
+
+def test_search_hybrid(session):
+    results = answer(session, "hybrid")["results"]
+    assert results[0]["path"] in {"Projects/Lumen/Architecture/Ingest API.md",
+                                  "Projects/Lumen/Decisions/ADR-002 Idempotent Ingest.md"}
+    assert answer(session, "hybrid_filtered")["results"]
+
+
+def test_search_graphrag(session):
+    data = answer(session, "graphrag")
+    assert "Alerting" in json.dumps(data)
+    assert text(session[1]["graphrag"]).strip()
+
+
+def test_get_vault_context(session):
+    data = answer(session, "context")
+    assert data["vault"] == "sample"
+    assert {"generated_at", "content_hash", "is_stale", "cache_hit"} <= set(data)
+
+
+def test_graph_unavailable_falls_back_over_the_module_entry_point(published, tmp_path):
+    """`python -m jarvis_query.mcp_server` serves too; a version without its graph answers
+    with the seed's message and semantic results instead."""
+    graph = serving.current_version(published.data_dir).graph_path
+    hidden = graph.with_name("graph.sqlite.hidden")
+    graph.rename(hidden)
+    try:
+        _, results = converse(
+            [sys.executable, "-m", "jarvis_query.mcp_server", "--config",
+             str(published.config_path)],
+            {"graph": ("search-graph", {"query_note_path": "Alerting"})}, tmp_path / "log")
+    finally:
+        hidden.rename(graph)
+    result = results["graph"]
+    assert not result.is_error
+    data = result.structured_content
+    assert data["available"] is False
+    assert data["message"].startswith("Graph search is currently unavailable: ")
+    assert data["fallback"] and text(result).startswith("Graph search is currently unavailable")
+
+
+def test_nothing_published_yet(tmp_path, sample_vault):
+    config = write_config(tmp_path / "fresh", {"sample": sample_vault})
+    _, results = converse(
+        [sys.executable, "-m", "jarvis_query.mcp_server", "--config", str(config.config_path)],
+        {"vaults": ("list-vaults", {}), "semantic": ("search-semantic", {"query": "sleep"}),
+         "read": ("read-note", {"path": "Areas/Health/Sleep.md"})}, tmp_path / "log")
+    assert results["vaults"].structured_content["published"] is None
+    assert results["semantic"].is_error
+    assert text(results["semantic"]).startswith("Error: nothing published under ")
+    read = results["read"].structured_content
+    assert read["published"] is False and read["links"] is None and read["content"]
