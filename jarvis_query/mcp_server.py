@@ -46,11 +46,13 @@ _correlation_id: ContextVar[str] = ContextVar("correlation_id", default="-")
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 Query = Annotated[str, Field(description="What to look for, in natural language.")]
-Limit = Annotated[int, Field(description=f"Number of results, 1-{MAX_LIMIT}.",
+# strict: JSON numbers and booleans only, so `true` or "5" is not taken for a limit of 1 or 5
+Limit = Annotated[int, Field(description=f"Number of results, 1-{MAX_LIMIT}.", strict=True,
                              json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT})]
 Vault = Annotated[str | None, Field(description="Only this vault (see list-vaults); "
                                                 "all vaults when omitted.")]
 Depth = Annotated[int, Field(description=f"Hops from the note, {MIN_DEPTH}-{MAX_DEPTH}.",
+                             strict=True,
                              json_schema_extra={"minimum": MIN_DEPTH, "maximum": MAX_DEPTH})]
 
 
@@ -70,7 +72,7 @@ def _answer(compute: Callable[[], dict], render: Callable[[dict], str]) -> CallT
     try:
         data = compute()
     except NoteAccessError as exc:
-        return error_result(f"Error reading note: {exc}", "read_note")
+        return error_result(f"Error reading note: {exc}", "note_unreadable")
     except QueryError as exc:
         return error_result(f"Error: {exc}", "invalid_argument")
     except NotPublished as exc:
@@ -183,7 +185,8 @@ def build_server(kb: KnowledgeBase) -> JarvisMCPServer:
     def search_semantic(
             query: Query, limit: Limit = 10, vault: Vault = None,
             similarity_threshold: Annotated[float | None, Field(
-                description="Drop results below this cosine similarity (-1 to 1).")] = None,
+                description="Drop results below this cosine similarity (-1 to 1).",
+                strict=True)] = None,
     ) -> CallToolResult:
         return _answer(lambda: {"query": query, "results": [r.as_dict() for r in
                                 kb.search_semantic(query, limit=limit, vault=vault,
@@ -195,7 +198,8 @@ def build_server(kb: KnowledgeBase) -> JarvisMCPServer:
     def search_vault(
             query: Query,
             search_content: Annotated[bool, Field(
-                description="Also match note text, not just names and paths.")] = False,
+                description="Also match note text, not just names and paths.",
+                strict=True)] = False,
             limit: Limit = 10, vault: Vault = None,
     ) -> CallToolResult:
         return _answer(lambda: {"query": query, "results": kb.search_vault(
@@ -207,7 +211,8 @@ def build_server(kb: KnowledgeBase) -> JarvisMCPServer:
             query: Query, limit: Limit = 10, vault: Vault = None,
             alpha: Annotated[float | None, Field(
                 description="Weight of the semantic side, 0 (keyword only) to 1 (semantic "
-                            "only); reciprocal rank fusion when omitted.")] = None,
+                            "only); reciprocal rank fusion when omitted.",
+                strict=True)] = None,
             source_types: Annotated[list[str] | None, Field(
                 description="Only these source types, e.g. note, commit, ticket.")] = None,
             tags: Annotated[list[str] | None, Field(
@@ -236,7 +241,7 @@ def build_server(kb: KnowledgeBase) -> JarvisMCPServer:
     def search_graphrag(
             query: Query, limit: Limit = 10, vault: Vault = None, depth: Depth = 1,
             max_tokens: Annotated[int, Field(
-                description="Token budget of the context block.")] = 6500,
+                description="Token budget of the context block.", strict=True)] = 6500,
     ) -> CallToolResult:
         return _answer(lambda: kb.search_graphrag(query, limit=limit, vault=vault, depth=depth,
                                                   max_tokens=max_tokens), render_graphrag)
