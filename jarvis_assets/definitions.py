@@ -2,11 +2,12 @@
 
 import dagster as dg
 
+from jarvis_assets.analytics import analytics_checks, vault_analytics
 from jarvis_assets.checks import asset_checks
 from jarvis_assets.chunks import chunks
 from jarvis_assets.embeddings import embeddings
 from jarvis_assets.graph import knowledge_graph
-from jarvis_assets.jobs import publish_serving_job, refresh_sources_job
+from jarvis_assets.jobs import analytics_snapshot_job, publish_serving_job, refresh_sources_job
 from jarvis_assets.notes import raw_notes
 from jarvis_assets.serving import serving_snapshot
 from jarvis_core.config import JarvisConfig
@@ -17,9 +18,10 @@ from sensors import all_sensors
 
 def build_definitions(config: JarvisConfig) -> dg.Definitions:
     return dg.Definitions(
-        assets=[raw_notes, chunks, embeddings, knowledge_graph, serving_snapshot],
-        asset_checks=asset_checks,
-        jobs=[refresh_sources_job, publish_serving_job],
+        assets=[raw_notes, chunks, embeddings, knowledge_graph, vault_analytics,
+                serving_snapshot],
+        asset_checks=[*asset_checks, *analytics_checks],
+        jobs=[refresh_sources_job, publish_serving_job, analytics_snapshot_job],
         sensors=all_sensors,
         schedules=all_schedules,
         resources=build_resources(config),

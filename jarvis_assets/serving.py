@@ -5,6 +5,7 @@ import time
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from jarvis_assets.analytics import vault_analytics
 from jarvis_assets.automation import follows_upstream
 from jarvis_assets.embeddings import VECTORS_POOL, embeddings
 from jarvis_assets.graph import knowledge_graph
@@ -26,11 +27,16 @@ SERVING_TABLES = {
     "graph_edges": "SELECT * FROM graph_edges",
     "graph_broken_links": "SELECT * FROM graph_broken_links",
     "chunk_mentions": "SELECT * FROM chunk_mentions",
+    # the whole snapshot history (trends), and the per-note rows of each newest snapshot
+    "analytics_snapshots": "SELECT * FROM analytics_snapshots",
+    "analytics_notes": "SELECT n.* FROM analytics_notes n JOIN (SELECT source, "
+                       "arg_max(snapshot_id, generated_at) AS snapshot_id "
+                       "FROM analytics_snapshots GROUP BY source) USING (source, snapshot_id)",
 }
 
 
 @dg.asset(
-    deps=[embeddings, knowledge_graph],
+    deps=[embeddings, knowledge_graph, vault_analytics],
     group_name="serving",
     kinds={"duckdb", "qdrant"},
     pool=VECTORS_POOL,

@@ -259,6 +259,21 @@ def serve(obj: _Context, log_file: Path | None) -> None:
     serve_mcp(obj.config())
 
 
+@cli.command()
+@click.argument("vault")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def context(obj: _Context, vault: str, as_json: bool) -> None:
+    """VAULT's newest analytics snapshot: figures, trend and whether it is stale."""
+    from jarvis_query.context import format_vault_context
+
+    try:
+        data = _knowledge_base(obj).get_vault_context(vault)
+    except _query_errors() as exc:
+        raise click.ClickException(str(exc)) from exc
+    _emit(data, as_json, lambda d: click.echo(format_vault_context(d)))
+
+
 @cli.command(name="eval")
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False))
 @click.option("--mode", type=click.Choice(["dense"]), default="dense", show_default=True)
@@ -370,6 +385,17 @@ def bench_sensor(notes: int, as_json: bool) -> None:
     from jarvis_bench.sensor import run_sensor_benchmark
 
     _emit(run_sensor_benchmark(notes), as_json,
+          lambda data: click.echo(json.dumps(data, indent=2)))
+
+
+@bench.command(name="analytics")
+@click.option("--notes", default=10_000, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_analytics(notes: int, as_json: bool) -> None:
+    """Vault context latency (cached, fresh) and snapshot compute time on a generated vault."""
+    from jarvis_bench.analytics import run_analytics_benchmark
+
+    _emit(run_analytics_benchmark(notes), as_json,
           lambda data: click.echo(json.dumps(data, indent=2)))
 
 

@@ -167,6 +167,18 @@ class GraphSettings(_Strict):
     similarity_threshold: float = Field(default=0.8, ge=-1, le=1)
 
 
+class AnalyticsSettings(_Strict):
+    """Vault analytics snapshots: what counts as stale, how communities are found, how much
+    history is kept."""
+
+    stale_after_days: int = Field(default=30, gt=0)
+    stale_min_links_in: int = Field(default=3, ge=1, description="'highly linked' threshold")
+    community_resolution: float = Field(default=1.0, gt=0)
+    community_seed: int = 42
+    top_n: int = Field(default=10, gt=0, description="rows in the hub and quality lists")
+    keep_snapshots: int = Field(default=100, gt=0, description="history kept per source")
+
+
 class JarvisConfig(_Strict):
     """The whole validated configuration; paths are absolute."""
 
@@ -180,6 +192,7 @@ class JarvisConfig(_Strict):
     embedding: EmbeddingSettings = EmbeddingSettings()
     vectors: VectorSettings = VectorSettings()
     graph: GraphSettings = GraphSettings()
+    analytics: AnalyticsSettings = AnalyticsSettings()
 
     @model_validator(mode="after")
     def _overlap_below_chunk_size(self) -> JarvisConfig:

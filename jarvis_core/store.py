@@ -119,6 +119,25 @@ REPO_STATE = pl.Schema({
     "commit_count": pl.Int64, "ingested_at": pl.Datetime("us"),
 })
 
+# Vault analytics history (jarvis_core/analytics.py): one row per snapshot, its figures as
+# JSON, and the per-note rows of each snapshot.
+ANALYTICS_SNAPSHOTS = pl.Schema({
+    "source": pl.Utf8, "snapshot_id": pl.Utf8, "generated_at": pl.Datetime("us"),
+    "content_hash": pl.Utf8, "notes": pl.Int64, "words": pl.Int64, "links": pl.Int64,
+    "orphans": pl.Int64, "dead_ends": pl.Int64, "broken_links": pl.Int64,
+    "stale_notes": pl.Int64, "communities": pl.Int64, "modularity": pl.Float64,
+    "mean_quality": pl.Float64, "compute_seconds": pl.Float64, "figures": pl.Utf8,
+})
+
+ANALYTICS_NOTES = pl.Schema({
+    "source": pl.Utf8, "snapshot_id": pl.Utf8, "note_key": pl.Utf8, "path": pl.Utf8,
+    "title": pl.Utf8, "folder": pl.Utf8, "words": pl.Int64, "headings": pl.Int64,
+    "frontmatter": pl.Boolean, "links_out": pl.Int64, "links_in": pl.Int64, "degree": pl.Int64,
+    "pagerank": pl.Float64, "community": pl.Int64, "quality": pl.Float64,
+    "orphan": pl.Boolean, "dead_end": pl.Boolean, "stale": pl.Boolean,
+    "modified_at": pl.Datetime("us"),
+})
+
 TABLES: dict[str, tuple[pl.Schema, tuple[str, ...]]] = {
     "notes": (NOTES, ("source", "path")),
     "attachments": (ATTACHMENTS, ("source", "path")),
@@ -136,6 +155,8 @@ TABLES: dict[str, tuple[pl.Schema, tuple[str, ...]]] = {
     "repo_docs": (REPO_DOCS, ("source", "path")),
     "repo_knowledge": (REPO_KNOWLEDGE, ("source", "path")),
     "repo_state": (REPO_STATE, ("source",)),
+    "analytics_snapshots": (ANALYTICS_SNAPSHOTS, ("source", "snapshot_id")),
+    "analytics_notes": (ANALYTICS_NOTES, ("source", "snapshot_id", "note_key")),
 }
 
 # The raw tables of each source kind: a source with rows in any of them has data to purge

@@ -14,6 +14,7 @@ from neo4j.exceptions import DriverError, Neo4jError
 from jarvis_core.config import JarvisConfig
 from jarvis_core.graph_store import graph_search
 from jarvis_core.vectors import VectorFilter
+from jarvis_query.context import NoSnapshot, VaultContexts
 from jarvis_query.snapshot import GraphUnavailable, Snapshot, SnapshotProvider
 
 MAX_LIMIT = 50
@@ -54,6 +55,7 @@ class KnowledgeBase:
         self.snapshots = SnapshotProvider(config)
         self._embedders: dict[str, object] = {}
         self._embedder_lock = threading.Lock()
+        self.vault_contexts = VaultContexts()
 
     def close(self) -> None:
         self.snapshots.close()
@@ -80,6 +82,17 @@ class KnowledgeBase:
     def check_vault(self, vault: str | None) -> None:
         if vault is not None and vault not in self.config.vaults:
             raise QueryError(f"Unknown vault '{vault}'")
+
+    def get_vault_context(self, vault: str) -> dict:
+        """The vault's newest analytics snapshot with ``generated_at``, ``content_hash``,
+        ``is_stale`` (against the published graph) and ``cache_hit``; see jarvis_query.context.
+        Any configured source is accepted (a repository's snapshot has its own figures)."""
+        if not vault or vault not in self.config.source_names:
+            raise QueryError(f"Unknown vault '{vault}'")
+        try:
+            return self.vault_contexts.get(self.snapshots.current(), vault)
+        except NoSnapshot as exc:
+            raise QueryError(str(exc)) from exc
 
     def search_semantic(self, query: str, limit: int = 10, vault: str | None = None,
                         similarity_threshold: float | None = None) -> list[SearchResult]:

@@ -1,0 +1,172 @@
+"""Analytics layer: time-stamped snapshots of each source's structure, kept as history."""
+
+import json
+import time
+from datetime import UTC, datetime
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from jarvis_assets.checks import _sources_in_scope
+from jarvis_assets.graph import knowledge_graph
+from jarvis_assets.metadata import counts_table, markdown_table
+from jarvis_assets.notes import DUCKDB_POOL
+from jarvis_assets.partitions import source_partitions
+from jarvis_core import analytics, store
+from jarvis_resources import JarvisConfigResource
+
+_CHART_TITLES = {"community_sizes": "Community sizes", "degree_distribution":
+                 "Degree distribution", "trend": "Trend over snapshots"}
+
+
+@dg.asset(
+    partitions_def=source_partitions,
+    deps=[knowledge_graph],
+    group_name="analytics",
+    kinds={"duckdb", "python"},
+    pool=DUCKDB_POOL,
+)
+def vault_analytics(
+    context: dg.AssetExecutionContext, jarvis: JarvisConfigResource, duckdb: DuckDBResource
+) -> dg.MaterializeResult:
+    """A time-stamped snapshot of one source's notes and graph: orphans, dead ends, broken
+    links, hubs, Leiden communities, tags, stale notes, folders and note quality.
+
+    Snapshots are appended to ``analytics_snapshots`` (history, ``analytics.keep_snapshots``
+    per source) with the content hash of the graph they were computed from, so the query
+    side can tell whether the published graph has moved on since.
+    """
+    source = context.partition_key
+    config = jarvis.load()
+    settings = config.analytics
+    now = datetime.now(UTC).replace(tzinfo=None)
+    with duckdb.get_connection() as conn:
+        store.ensure_schema(conn)
+        snapshot = analytics.compute_snapshot(conn, source, settings, now)
+        dropped = analytics.record_snapshot(conn, snapshot, settings.keep_snapshots)
+        trend = analytics.history(conn, source)
+    started = time.perf_counter()
+    charts = analytics.render_charts(snapshot, trend)
+    chart_dir = config.data_dir / "analytics" / source
+    chart_dir.mkdir(parents=True, exist_ok=True)
+    for name, png in charts.items():
+        (chart_dir / f"{name}.png").write_bytes(png)
+    chart_seconds = time.perf_counter() - started
+
+    figures, totals = snapshot.figures, snapshot.figures["totals"]
+    context.log.info(f"{source}: analytics snapshot {snapshot.snapshot_id} {totals}")
+    return dg.MaterializeResult(metadata={
+        **{name: value for name, value in totals.items()},
+        "dagster/row_count": totals["notes"],
+        "snapshot_id": snapshot.snapshot_id,
+        "content_hash": snapshot.content_hash,
+        "snapshots_kept": len(trend), "snapshots_dropped": dropped,
+        "hubs": markdown_table(figures["hubs"], ["path", "degree", "links_in", "links_out",
+                                                 "pagerank"]),
+        "communities": markdown_table(
+            [{**c, "top_notes": [p.rsplit("/", 1)[-1] for p in c["top_notes"]],
+              "top_tags": [t["tag"] for t in c["top_tags"]]} for c in figures["communities"]],
+            ["id", "size", "label", "top_notes", "top_tags"], limit=20),
+        "orphans": markdown_table([{"path": p} for p in figures["orphans"]], ["path"], limit=20),
+        "dead_ends": markdown_table([{"path": p} for p in figures["dead_ends"]], ["path"],
+                                    limit=20),
+        "broken_links": markdown_table(
+            [{**b, "sources": [f"{s['path']}:{s['line']}" for s in b["sources"]]}
+             for b in figures["broken_links"]], ["target", "reason", "count", "sources"],
+            limit=20),
+        "stale_notes": markdown_table(figures["stale_notes"], ["path", "days_untouched",
+                                                               "links_in"]),
+        "tags": counts_table({t["tag"]: t["notes"] for t in figures["tags"][:20]}),
+        "folders": markdown_table(figures["folders"], ["folder", "notes", "words", "links_out",
+                                                       "links_in", "orphans", "broken_links",
+                                                       "mean_quality"], limit=30),
+        "lowest_quality": markdown_table(figures["quality"]["lowest"], ["path", "quality"]),
+        "quality_formula": dg.MetadataValue.md(analytics.QUALITY_FORMULA),
+        "cross_source": dg.MetadataValue.json(figures["cross_source"]),
+        "trend": markdown_table(
+            [{**p, "generated_at": f"{p['generated_at']:%Y-%m-%d %H:%M}"} for p in trend[::-1]],
+            ["generated_at", "notes", "links", "orphans", "dead_ends", "broken_links",
+             "stale_notes", "communities"]),
+        **{f"chart_{name}": dg.MetadataValue.md(analytics.png_markdown(_CHART_TITLES[name], png))
+           for name, png in charts.items()},
+        "charts_dir": dg.MetadataValue.path(str(chart_dir)),
+        "compute_seconds": snapshot.compute_seconds,
+        "chart_seconds": round(chart_seconds, 3),
+    })
+
+
+@dg.multi_asset_check(specs=[
+    dg.AssetCheckSpec("snapshot_matches_graph", asset=vault_analytics, blocking=True,
+                      description="The newest snapshot was computed from the graph the "
+                      "tables hold now (same content hash)."),
+    dg.AssetCheckSpec("snapshot_figures_consistent", asset=vault_analytics, blocking=True,
+                      description="The newest snapshot's figures agree with each other and "
+                      "with the notes: orphans and dead ends are notes and disjoint, every "
+                      "linked note is in one community, link totals add up."),
+])
+def vault_analytics_checks(context: dg.AssetCheckExecutionContext,
+                           jarvis: JarvisConfigResource, duckdb: DuckDBResource):
+    """Both checks read the newest snapshot of each source in scope."""
+    mismatched, problems = [], []
+    with duckdb.get_connection() as conn:
+        for source in _sources_in_scope(context, jarvis):
+            latest = conn.execute(
+                "SELECT snapshot_id, content_hash FROM analytics_snapshots WHERE source = ? "
+                "ORDER BY generated_at DESC, snapshot_id DESC LIMIT 1", [source]).fetchone()
+            if latest is None:
+                mismatched.append({"source": source, "snapshot": "(none)", "snapshot_hash": "",
+                                   "graph_hash": ""})
+                continue
+            graph_hash = analytics.graph_content_hash(conn, source)
+            if graph_hash != latest[1]:
+                mismatched.append({"source": source, "snapshot": latest[0],
+                                   "snapshot_hash": latest[1], "graph_hash": graph_hash})
+            problems += [{"source": source, "problem": problem}
+                         for problem in _inconsistencies(conn, source, latest[0])]
+    yield dg.AssetCheckResult(
+        check_name="snapshot_matches_graph", passed=not mismatched,
+        metadata={"mismatched": markdown_table(mismatched, ["source", "snapshot",
+                                                            "snapshot_hash", "graph_hash"])})
+    yield dg.AssetCheckResult(
+        check_name="snapshot_figures_consistent", passed=not problems,
+        metadata={"problems": markdown_table(problems, ["source", "problem"], limit=50)})
+
+
+def _inconsistencies(conn, source: str, snapshot_id: str) -> list[str]:
+    """Names of the consistency rules the snapshot breaks (lists cut at LIST_LIMIT are
+    compared only when complete)."""
+    figures = json.loads(conn.execute(
+        "SELECT figures FROM analytics_snapshots WHERE source = ? AND snapshot_id = ?",
+        [source, snapshot_id]).fetchone()[0])
+    totals = figures["totals"]
+    rows = store.read_frame(conn, "SELECT * FROM analytics_notes WHERE source = ? AND "
+                                  "snapshot_id = ?", [source, snapshot_id]).to_dicts()
+    notes = {path for (path,) in conn.execute(
+        "SELECT path FROM notes WHERE source = ?", [source]).fetchall()}
+    orphans, dead_ends = set(figures["orphans"]), set(figures["dead_ends"])
+    complete = {name: len(figures[name]) < analytics.LIST_LIMIT
+                for name in ("communities", "folders")}
+    in_communities = sum(c["size"] for c in figures["communities"])
+    found = {
+        "orphans are not all notes": not orphans <= notes,
+        "dead ends are not all notes": not dead_ends <= notes,
+        "a note is both an orphan and a dead end": bool(orphans & dead_ends),
+        "per-note rows differ from the notes": {r["path"] for r in rows} != notes
+        or totals["notes"] != len(notes),
+        "orphan count differs from the per-note rows":
+            totals["orphans"] != sum(r["orphan"] for r in rows),
+        "links out and links in do not both add up to the link total":
+            not totals["links"] == sum(r["links_out"] for r in rows)
+            == sum(r["links_in"] for r in rows),
+        "linked notes and community members differ":
+            complete["communities"] and in_communities != totals["notes"] - totals["orphans"]
+            or any((r["community"] >= 0) == r["orphan"] for r in rows),
+        "folder note counts do not add up": complete["folders"]
+            and sum(f["notes"] for f in figures["folders"]) != totals["notes"],
+        "broken link count differs from the graph": totals["broken_links"] != conn.execute(
+            "SELECT count(*) FROM graph_broken_links WHERE source = ?", [source]).fetchone()[0],
+    }
+    return [problem for problem, failed in found.items() if failed]
+
+
+analytics_checks = [vault_analytics_checks]
