@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import (
@@ -179,6 +180,30 @@ class AnalyticsSettings(_Strict):
     keep_snapshots: int = Field(default=100, gt=0, description="history kept per source")
 
 
+def _known_timezone(name: str) -> str:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown timezone {name!r} (use an IANA name such as "
+                         "'Europe/Berlin')") from exc
+    return name
+
+
+class ScheduleSettings(_Strict):
+    """When a schedule fires: a cron expression in an IANA timezone (checked when the
+    definitions are built)."""
+
+    cron: str
+    timezone: Annotated[str, AfterValidator(_known_timezone)] = "UTC"
+
+
+class SchedulesSettings(_Strict):
+    """The periodic runs behind the change sensors."""
+
+    refresh: ScheduleSettings = ScheduleSettings(cron="0 3 * * *")
+    analytics: ScheduleSettings = ScheduleSettings(cron="30 6 * * *")
+
+
 class JarvisConfig(_Strict):
     """The whole validated configuration; paths are absolute."""
 
@@ -193,6 +218,7 @@ class JarvisConfig(_Strict):
     vectors: VectorSettings = VectorSettings()
     graph: GraphSettings = GraphSettings()
     analytics: AnalyticsSettings = AnalyticsSettings()
+    schedules: SchedulesSettings = SchedulesSettings()
 
     @model_validator(mode="after")
     def _overlap_below_chunk_size(self) -> JarvisConfig:
@@ -246,6 +272,10 @@ class JarvisConfig(_Strict):
     @property
     def graph_path(self) -> Path:
         return self.data_dir / "graph" / "graph.sqlite"
+
+    @property
+    def keyword_path(self) -> Path:
+        return self.data_dir / "keyword"
 
     @property
     def cache_dir(self) -> Path:

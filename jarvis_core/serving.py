@@ -26,6 +26,7 @@ from jarvis_core import store
 SERVING_TABLES_FILE = "tables.duckdb"
 VECTORS_DIR = "vectors"
 GRAPH_FILE = "graph.sqlite"
+KEYWORD_DIR = "keyword"
 MANIFEST_FILE = "manifest.json"
 KEEP_VERSIONS = 2
 # Search results are joined to their chunk rows by id: an index makes that a point lookup.
@@ -57,6 +58,10 @@ class PublishedVersion:
     @property
     def graph_path(self) -> Path:
         return self.path / GRAPH_FILE
+
+    @property
+    def keyword_path(self) -> Path:
+        return self.path / KEYWORD_DIR
 
 
 class NotPublished(RuntimeError):

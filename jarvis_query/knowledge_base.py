@@ -152,6 +152,36 @@ class KnowledgeBase:
                     "fallback": [r.as_dict() for r in self.search_semantic(title, vault=vault)]}
         return {"available": True, "vault": vault, "path": path, **result}
 
+    def search_vault(self, query: str, search_content: bool = False, limit: int = 10,
+                     vault: str | None = None) -> list[dict]:
+        """Keyword search (BM25): note names and paths, or with ``search_content`` chunk text
+        with a highlighted preview (jarvis_query/keyword.py)."""
+        from jarvis_query.keyword import search_vault
+
+        return search_vault(self, query, search_content=search_content, limit=limit,
+                            vault=vault)
+
+    def search_hybrid(self, query: str, limit: int = 10, vault: str | None = None,
+                      alpha: float | None = None, source_types: list[str] | None = None,
+                      tags: list[str] | None = None, modified_after: str | None = None,
+                      modified_before: str | None = None) -> list[dict]:
+        """Keyword and semantic results fused: RRF, or ``alpha`` (0 keyword .. 1 vector),
+        with filters on both legs (jarvis_query/hybrid.py)."""
+        from jarvis_query.hybrid import search_hybrid
+
+        return search_hybrid(self, query, limit=limit, vault=vault, alpha=alpha,
+                             source_types=source_types, tags=tags,
+                             modified_after=modified_after, modified_before=modified_before)
+
+    def search_graphrag(self, query: str, limit: int = 10, vault: str | None = None,
+                        depth: int = 1, max_tokens: int = 6500) -> dict:
+        """An evidence pack: hybrid hits reranked through the graph, the subgraph linking
+        them and a context block within ``max_tokens`` (jarvis_query/graphrag.py)."""
+        from jarvis_query.graphrag import search_graphrag
+
+        return search_graphrag(self, query, limit=limit, vault=vault, depth=depth,
+                               max_tokens=max_tokens)
+
     @staticmethod
     def _results(snapshot: Snapshot, scored: list[tuple[str, float]]) -> list[SearchResult]:
         """Join scored chunk ids with the snapshot's chunk rows, keeping the given order."""

@@ -1,0 +1,291 @@
+"""GraphRAG evidence packs (search-graphrag): search hits, widened and reranked through the
+knowledge graph, packed into a context block for an assistant. No LLM is involved.
+
+1. Hybrid search (BM25 + dense, RRF) finds the best chunks; their documents, best first,
+   are the hits and the first ``limit`` of them the seeds.
+2. Each seed's graph neighbourhood (``depth`` hops) is read from the published graph.
+   Candidates are the hit documents and the notes next to a seed (or within ``depth`` hops
+   of two seeds): the notes the matches link to, and those that tie them together.
+3. Candidates are reranked by a weighted sum. It started from the seed memory ranking's
+   0.4 / 0.3 / 0.2 / 0.1; on the sample vault those let a well-linked cluster of weak
+   matches outrank the one note that answers ("poached eggs recipe", depth 2, put the Lumen
+   architecture notes above the shakshuka recipe), so relevance weighs more and proximity
+   counts relevant seeds more:
+   0.5 semantic relevance (the document's best fused score, min-max scaled over the hit
+   documents, since RRF scores differ little in absolute terms; 0 for notes only the graph
+   found), 0.25 graph proximity (1 / hops to each other seed, averaged with the seeds'
+   relevance as weights), 0.15 centrality (log degree over the largest among the
+   candidates), 0.1 recency (halving every 90 days behind the newest candidate; 0 when the
+   date is unknown).
+4. The pack: ranked sources with their text (matched chunks first) and the edges that tie
+   them to the other sources with the line each was read from; the subgraph linking the
+   sources (with nodes such as tags that join two of them); and a context block cut to
+   ``max_tokens`` tokens of the embedding model's tokenizer (an assistant's tokenizer
+   differs by a few percent; the default budget leaves room for that).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from datetime import datetime
+from functools import lru_cache
+
+from neo4j.exceptions import DriverError, Neo4jError
+
+from jarvis_core.graph_store import NOTE, GraphNodeNotFound, GraphStore
+from jarvis_core.models import TokenCounter, token_counter
+from jarvis_query.hybrid import hybrid_hits, search_filter
+from jarvis_query.keyword import check_query
+from jarvis_query.knowledge_base import MAX_DEPTH, MIN_DEPTH, KnowledgeBase, QueryError
+from jarvis_query.snapshot import GraphUnavailable, Snapshot
+
+WEIGHTS = {"semantic": 0.5, "graph": 0.25, "centrality": 0.15, "recency": 0.1}
+HIT_CHUNKS = 50
+NEIGHBOURHOOD_LIMIT = 200
+RECENCY_HALF_LIFE_DAYS = 90
+DEFAULT_MAX_TOKENS = 6500
+MIN_TOKENS, MAX_TOKENS = 200, 100_000
+CHUNKS_PER_SOURCE = 2
+
+
+@lru_cache(maxsize=4)
+def _counter(model: str) -> TokenCounter:
+    return token_counter(model)
+
+
+def search_graphrag(kb: KnowledgeBase, query: str, limit: int = 10, vault: str | None = None,
+                    depth: int = 1, max_tokens: int = DEFAULT_MAX_TOKENS) -> dict:
+    """An evidence pack for ``query``: ranked sources with score components, text and
+    evidence; the subgraph linking them; a context block within ``max_tokens``."""
+    check_query(kb, query, limit, vault)
+    if isinstance(depth, bool) or not isinstance(depth, int) \
+            or not MIN_DEPTH <= depth <= MAX_DEPTH:
+        raise QueryError(f"depth must be between {MIN_DEPTH} and {MAX_DEPTH}")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) \
+            or not MIN_TOKENS <= max_tokens <= MAX_TOKENS:
+        raise QueryError(f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS}")
+    snapshot = kb.snapshots.current()
+    hits = hybrid_hits(kb, snapshot, query, search_filter(vault))
+    chunks = _chunk_rows(snapshot, [chunk_id for chunk_id, _ in hits.fused[:HIT_CHUNKS]])
+    best_scores: dict[str, float] = {}
+    matched: dict[str, list[str]] = defaultdict(list)
+    for chunk_id, score in hits.fused[:HIT_CHUNKS]:
+        row = chunks.get(chunk_id)
+        if row is not None:
+            best_scores.setdefault(row["doc_key"], score)
+            matched[row["doc_key"]].append(chunk_id)
+    low, high = min(best_scores.values(), default=0.0), max(best_scores.values(), default=0.0)
+    relevance = {key: (score - low) / (high - low) if high > low else 1.0
+                 for key, score in best_scores.items()}
+    seeds = list(relevance)[:limit]
+
+    graph_message = None
+    try:
+        graph = snapshot.graph()
+        distances, edges, nodes = _neighbourhoods(graph, seeds, depth)
+    except (GraphUnavailable, OSError, DriverError, Neo4jError) as exc:
+        graph, distances, edges, nodes = None, {}, {}, {}
+        graph_message = f"Graph search is currently unavailable: {exc}"
+
+    near = {key for key, by_seed in distances.items()
+            if nodes[key]["type"] == NOTE and key not in relevance
+            and (min(by_seed.values()) == 1 or len(by_seed) >= 2)}
+    if vault:
+        near = {key for key in near if nodes[key]["source"] == vault}
+    candidates = list(relevance) + sorted(near)
+    degrees = _degrees(graph, candidates) if graph is not None else {}
+    documents = _documents(snapshot, candidates)
+    scored = _rerank(candidates, relevance, seeds, distances, degrees, documents)
+    chosen = [key for key, _ in scored if key in documents][:limit]
+
+    sources = _sources(snapshot, chosen, dict(scored), matched, chunks, documents, edges, nodes)
+    subgraph = _subgraph(chosen, edges, nodes)
+    context, tokens, truncated = _context_block(query, sources, subgraph,
+                                                _counter(snapshot.model), max_tokens)
+    return {"query": query, "depth": depth, "weights": WEIGHTS,
+            "graph_available": graph_message is None, "graph_message": graph_message,
+            "sources": sources, "subgraph": subgraph, "context": context,
+            "tokens": tokens, "max_tokens": max_tokens, "truncated": truncated}
+
+
+def _chunk_rows(snapshot: Snapshot, chunk_ids: list[str]) -> dict[str, dict]:
+    if not chunk_ids:
+        return {}
+    rows = snapshot.cursor().execute(
+        "SELECT chunk_id, doc_key, heading_path, text FROM chunks "
+        f"WHERE chunk_id IN ({', '.join('?' * len(chunk_ids))})", chunk_ids).fetchall()
+    return {r[0]: {"doc_key": r[1], "heading_path": r[2], "text": r[3]} for r in rows}
+
+
+def _neighbourhoods(graph: GraphStore, seeds: list[str], depth: int
+                    ) -> tuple[dict[str, dict[str, int]], dict[str, dict], dict[str, dict]]:
+    """node -> {seed: hops}, edge key -> edge, node -> node, over the seeds' neighbourhoods
+    (a seed the graph does not hold, e.g. a document of a source without links, is skipped)."""
+    distances: dict[str, dict[str, int]] = defaultdict(dict)
+    edges: dict[str, dict] = {}
+    nodes: dict[str, dict] = {}
+    for seed in seeds:
+        try:
+            subgraph = graph.neighbourhood(seed, depth, limit=NEIGHBOURHOOD_LIMIT)
+        except GraphNodeNotFound:
+            continue
+        for node in subgraph.nodes:
+            distances[node.key][seed] = node.distance
+            nodes[node.key] = {"key": node.key, "type": node.type, "title": node.title,
+                               "source": node.source}
+        for edge in subgraph.edges:
+            edges[edge.key] = {"src": edge.src, "dst": edge.dst, "relation": edge.relation,
+                               "confidence": edge.confidence,
+                               "evidence": list(edge.evidence),
+                               "evidence_text": edge.evidence_text}
+    return distances, edges, nodes
+
+
+def _degrees(graph: GraphStore, keys: list[str]) -> dict[str, int]:
+    """Distinct neighbours of each node (any relation): how connected a note is."""
+    degrees = {}
+    for key in keys:
+        try:
+            degrees[key] = len(graph.neighbourhood(key, 1, limit=NEIGHBOURHOOD_LIMIT).nodes) - 1
+        except GraphNodeNotFound:
+            degrees[key] = 0
+    return degrees
+
+
+def _documents(snapshot: Snapshot, keys: list[str]) -> dict[str, dict]:
+    """doc key -> vault, path, title, source type, modification time, for documents with
+    chunks in the published tables (the modification time is the note's, when it is one)."""
+    if not keys:
+        return {}
+    rows = snapshot.cursor().execute("""
+        SELECT c.doc_key, any_value(c.source), any_value(c.path), any_value(c.title),
+               any_value(c.source_type), max(n.modified_at)
+        FROM chunks c LEFT JOIN notes n ON n.source = c.source AND n.path = c.path
+        WHERE list_contains(?, c.doc_key) GROUP BY c.doc_key""", [keys]).fetchall()
+    return {r[0]: {"vault": r[1], "path": r[2], "title": r[3], "source_type": r[4],
+                   "modified_at": r[5]} for r in rows}
+
+
+def _rerank(candidates: list[str], relevance: dict[str, float], seeds: list[str],
+            distances: dict[str, dict[str, int]], degrees: dict[str, int],
+            documents: dict[str, dict]) -> list[tuple[str, dict]]:
+    """(doc key, components with their weighted total) best first, ties by key."""
+    top_degree = max([degrees.get(key, 0) for key in candidates] + [1])
+    dates = [d["modified_at"] for d in documents.values() if d["modified_at"] is not None]
+    newest: datetime | None = max(dates, default=None)
+    scored = []
+    for key in candidates:
+        others = [seed for seed in seeds if seed != key]
+        hops = distances.get(key, {})
+        weight = sum(relevance[seed] for seed in others)
+        proximity = sum(relevance[seed] / hops[seed] for seed in others if hops.get(seed)
+                        ) / weight if weight else 0.0
+        modified = documents.get(key, {}).get("modified_at")
+        recency = 0.5 ** ((newest - modified).total_seconds() / 86400
+                          / RECENCY_HALF_LIFE_DAYS) if modified is not None else 0.0
+        components = {"semantic": relevance.get(key, 0.0), "graph": proximity,
+                      "centrality": math.log1p(degrees.get(key, 0)) / math.log1p(top_degree),
+                      "recency": recency}
+        components = {name: round(value, 4) for name, value in components.items()}
+        components["total"] = round(sum(WEIGHTS[n] * components[n] for n in WEIGHTS), 4)
+        scored.append((key, components))
+    return sorted(scored, key=lambda item: (-item[1]["total"], item[0]))
+
+
+def _sources(snapshot: Snapshot, chosen: list[str], scores: dict[str, dict],
+             matched: dict[str, list[str]], chunks: dict[str, dict],
+             documents: dict[str, dict], edges: dict[str, dict],
+             nodes: dict[str, dict]) -> list[dict]:
+    """The chosen documents with their text (matched chunks, else the opening chunks) and
+    the edges tying each to another chosen document."""
+    unmatched = [key for key in chosen if not matched.get(key)]
+    openings: dict[str, list[tuple[str, list[str], str]]] = defaultdict(list)
+    if unmatched:
+        for doc_key, chunk_id, heading_path, text in snapshot.cursor().execute(
+                "SELECT doc_key, chunk_id, heading_path, text FROM chunks "
+                "WHERE list_contains(?, doc_key) ORDER BY doc_key, position",
+                [unmatched]).fetchall():
+            if len(openings[doc_key]) < CHUNKS_PER_SOURCE:
+                openings[doc_key].append((chunk_id, heading_path, text))
+    chosen_set = set(chosen)
+    sources = []
+    for rank, key in enumerate(chosen, 1):
+        parts = [(c, chunks[c]["heading_path"], chunks[c]["text"])
+                 for c in matched.get(key, [])[:CHUNKS_PER_SOURCE]] or openings.get(key, [])
+        evidence = [
+            {"relation": edge["relation"],
+             "direction": "out" if edge["src"] == key else "in",
+             "other": edge["dst"] if edge["src"] == key else edge["src"],
+             "other_title": nodes.get(edge["dst"] if edge["src"] == key else edge["src"],
+                                      {}).get("title"),
+             "evidence_text": edge["evidence_text"], "chunk_ids": edge["evidence"]}
+            for edge in edges.values()
+            if key in (edge["src"], edge["dst"]) and {edge["src"], edge["dst"]} <= chosen_set
+            and edge["src"] != edge["dst"]]
+        document = documents[key]
+        sources.append({
+            "rank": rank, "key": key, "vault": document["vault"], "path": document["path"],
+            "title": document["title"], "source_type": document["source_type"],
+            "modified_at": document["modified_at"].isoformat()
+            if document["modified_at"] else None,
+            "score": scores[key]["total"],
+            "components": {n: scores[key][n] for n in WEIGHTS},
+            "found_by": "search" if matched.get(key) else "graph",
+            "chunk_ids": [chunk_id for chunk_id, _, _ in parts],
+            "headings": [" > ".join(heading_path or []) for _, heading_path, _ in parts],
+            "text": "\n\n".join(text.strip() for _, _, text in parts),
+            "evidence": sorted(evidence, key=lambda e: (e["relation"], e["other"])),
+        })
+    return sources
+
+
+def _subgraph(chosen: list[str], edges: dict[str, dict], nodes: dict[str, dict]) -> dict:
+    """The chosen documents, the nodes adjacent to two of them (a shared tag, a note in
+    between), and the edges among those."""
+    chosen_set = set(chosen)
+    touching: dict[str, set[str]] = defaultdict(set)
+    for edge in edges.values():
+        for end, other in ((edge["src"], edge["dst"]), (edge["dst"], edge["src"])):
+            if other in chosen_set and end not in chosen_set:
+                touching[end].add(other)
+    members = chosen_set | {key for key, linked in touching.items() if len(linked) >= 2}
+    kept_edges = sorted((e for e in edges.values()
+                         if e["src"] in members and e["dst"] in members),
+                        key=lambda e: (e["src"], e["relation"], e["dst"]))
+    kept_nodes = [nodes.get(key, {"key": key, "type": NOTE, "title": key, "source": None})
+                  | {"source_rank": chosen.index(key) + 1 if key in chosen_set else None}
+                  for key in sorted(members)]
+    return {"nodes": kept_nodes, "edges": kept_edges}
+
+
+def _context_block(query: str, sources: list[dict], subgraph: dict, counter: TokenCounter,
+                   max_tokens: int) -> tuple[str, int, bool]:
+    """Sources in rank order, then the relationships, as long as they fit ``max_tokens``;
+    a source that does not fit whole is cut at a token boundary. Returns (text, tokens,
+    truncated)."""
+    titles = {node["key"]: node["title"] for node in subgraph["nodes"]}
+    header = f"Evidence for: {query}\n"
+    blocks = [f"[{s['rank']}] {s['title']} ({s['vault']}/{s['path']}, score {s['score']})\n"
+              f"{s['text']}\n" for s in sources]
+    relations = [f"- {titles.get(e['src'], e['src'])} {e['relation']} "
+                 f"{titles.get(e['dst'], e['dst'])}"
+                 + (f": {e['evidence_text'].strip()}" if e["evidence_text"] else "")
+                 for e in subgraph["edges"]]
+    if relations:
+        blocks.append("Relationships:\n" + "\n".join(relations) + "\n")
+    # WordPiece splits at whitespace, so the tokens of blocks joined by newlines add up; the
+    # model's two special tokens are counted once.
+    sizes = [count - 2 for count in counter.count([header, *blocks])]
+    text, used, truncated = header, 2 + sizes[0], False
+    for block, size in zip(blocks, sizes[1:], strict=True):
+        if used + size <= max_tokens:
+            text, used = f"{text}\n{block}", used + size
+            continue
+        truncated = True
+        room = max_tokens - used - 3  # the "…" that marks the cut
+        spans = counter.offsets(block)
+        if room > 20:
+            text = f"{text}\n{block[:spans[room - 1][1]]} …\n"
+        break
+    return text, counter.count([text])[0], truncated
