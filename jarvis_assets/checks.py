@@ -8,6 +8,7 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.chunks import chunks
+from jarvis_assets.cross_links import cross_link_checks
 from jarvis_assets.embeddings import embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.metadata import markdown_table
@@ -233,5 +234,5 @@ def broken_link_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConf
 
 
 asset_checks = [failed_file_ratio, every_note_has_chunks, chunks_within_token_limit,
-                chunk_ids_unique, vector_store_consistency, no_dangling_edges,
+                chunk_ids_unique, vector_store_consistency, no_dangling_edges, *cross_link_checks,
                 every_edge_has_evidence, broken_link_ratio]

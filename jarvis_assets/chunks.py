@@ -9,6 +9,7 @@ from jarvis_assets.automation import follows_upstream
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.notes import DUCKDB_POOL, raw_notes
 from jarvis_assets.partitions import source_partitions
+from jarvis_assets.tickets import raw_tickets
 from jarvis_core import store
 from jarvis_core.documents import (
     Document,
@@ -32,13 +33,17 @@ _DOCUMENT_SELECTS = (
     """SELECT source, 'repo_doc' AS source_type, 'repo_doc:' || source || '/' || path AS doc_key,
               path, title, text, blob_sha AS doc_hash
        FROM repo_docs WHERE source = $1""",
+    """SELECT source, 'ticket' AS source_type, 'ticket:' || key AS doc_key,
+              'tickets/' || key AS path, key || ': ' || summary AS title, text,
+              content_hash AS doc_hash
+       FROM tickets WHERE source = $1""",
 )
 _DOCUMENTS_SQL = "\nUNION ALL\n".join(_DOCUMENT_SELECTS)
 
 
 @dg.asset(
     partitions_def=source_partitions,
-    deps=[raw_notes],
+    deps=[raw_notes, raw_tickets],
     group_name="text",
     kinds={"duckdb", "python"},
     pool=DUCKDB_POOL,

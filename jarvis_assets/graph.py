@@ -20,6 +20,8 @@ from jarvis_core import store
 from jarvis_core.config import JarvisConfig
 from jarvis_core.graph_extract import SourceGraph, extract_vault_graph, similarity_edges
 from jarvis_core.graph_model import Edge
+from jarvis_core.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX
+from jarvis_core.ticket_graph import extract_ticket_graph
 from jarvis_resources import (
     EmbedderResource,
     GraphStoreResource,
@@ -50,12 +52,21 @@ def _vault_graph(source: str, config: JarvisConfig, rows: dict[str, list[dict]],
                                relation_fields=config.graph.relation_fields)
 
 
+def _ticket_graph(source: str, config: JarvisConfig, rows: dict[str, list[dict]],
+                  chunk_rows: list[dict]) -> SourceGraph:
+    return extract_ticket_graph(source, rows["tickets"], chunk_rows)
+
+
 # By source kind; a source no longer configured extracts nothing, so its graph is removed.
 GRAPH_EXTRACTORS: dict[str, GraphExtractor] = {
     "vault": GraphExtractor(
         {"notes": f"SELECT {_NOTE_COLUMNS} FROM notes WHERE source = ?",
          "attachments": "SELECT path FROM attachments WHERE source = ?"},
         _vault_graph),
+    "tickets": GraphExtractor(
+        {"tickets": "SELECT * EXCLUDE (source, path, file_hash, content_hash, warnings, "
+                    "ingested_at) FROM tickets WHERE source = ?"},
+        _ticket_graph),
 }
 _NOTHING = GraphExtractor({}, lambda *_: SourceGraph([], [], [], [], {}))
 
@@ -140,6 +151,9 @@ def knowledge_graph(
                    if not in_sync or previous.get(origin) != fingerprint}
         removed = set(previous) - set(fingerprints)
         rewrite = changed | removed
+        # cross-source edges of rewritten documents go too (their evidence may have changed);
+        # cross_source_links adds them back
+        rewrite |= {CROSS_ORIGIN_PREFIX + origin for origin in rewrite}
         edges = [edge for edge in (*extracted.edges, *inferred) if edge.origin in changed]
         endpoints = {edge.src for edge in edges} | {edge.dst for edge in edges} | changed
         graph_store.apply(removed_origins=rewrite,
@@ -157,8 +171,14 @@ def knowledge_graph(
                   "extractor": e.extractor, "evidence": list(e.evidence),
                   "evidence_text": e.evidence_text, "weight": e.weight} for e in edges]
     with duckdb.get_connection() as conn:
+        if removed:  # as in the graph store: a removed document takes every edge touching it
+            conn.execute("DELETE FROM graph_edges WHERE extractor = $1 AND "
+                         "(list_contains($2, src) OR list_contains($2, dst))",
+                         [CROSS_EXTRACTOR, sorted(removed)])
         for table, rows in (
             ("graph_edges", edge_rows),
+            ("graph_references",
+             _rows(r for r in extracted.references if r.origin in changed)),
             ("graph_broken_links", _rows(b for b in extracted.broken if b.origin in changed)),
             ("chunk_mentions", _rows(m for m in extracted.mentions if m.origin in changed)),
             ("graph_origins", [{"source": source, "origin": origin, "fingerprint": fingerprint,

@@ -2,11 +2,15 @@
 
 import dagster as dg
 
+# Unpartitioned: it resolves references across all sources, so it runs with publishing.
+CROSS_SOURCE_LINKS = "cross_source_links"
+
 PER_SOURCE_GROUPS = ("sources", "text", "vectors", "graph", "analytics")
 
 refresh_sources_job = dg.define_asset_job(
     name="refresh_sources",
-    selection=dg.AssetSelection.groups(*PER_SOURCE_GROUPS),
+    selection=dg.AssetSelection.groups(*PER_SOURCE_GROUPS)
+    - dg.AssetSelection.assets(CROSS_SOURCE_LINKS),
     description="Ingest, chunk, embed and link one source; unchanged items are skipped.",
 )
 
@@ -18,6 +22,6 @@ analytics_snapshot_job = dg.define_asset_job(
 
 publish_serving_job = dg.define_asset_job(
     name="publish_serving",
-    selection=dg.AssetSelection.groups("serving"),
+    selection=dg.AssetSelection.groups("serving") | dg.AssetSelection.assets(CROSS_SOURCE_LINKS),
     description="Publish the stores as a new serving version for the query side.",
 )

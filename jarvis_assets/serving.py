@@ -7,6 +7,7 @@ from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.analytics import vault_analytics
 from jarvis_assets.automation import follows_upstream
+from jarvis_assets.cross_links import cross_source_links
 from jarvis_assets.embeddings import VECTORS_POOL, embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_core import serving
@@ -32,11 +33,13 @@ SERVING_TABLES = {
     "analytics_notes": "SELECT n.* FROM analytics_notes n JOIN (SELECT source, "
                        "arg_max(snapshot_id, generated_at) AS snapshot_id "
                        "FROM analytics_snapshots GROUP BY source) USING (source, snapshot_id)",
+    "tickets": "SELECT * EXCLUDE (text) FROM tickets",
+    "unresolved_references": "SELECT * FROM unresolved_references",
 }
 
 
 @dg.asset(
-    deps=[embeddings, knowledge_graph, vault_analytics],
+    deps=[embeddings, knowledge_graph, cross_source_links, vault_analytics],
     group_name="serving",
     kinds={"duckdb", "qdrant"},
     pool=VECTORS_POOL,

@@ -14,15 +14,26 @@ import hashlib
 import json
 import posixpath
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
+from functools import cache
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import numpy as np
 
 from jarvis_core.graph_model import EXPLICIT, INFERRED, BrokenLink, Edge, Mention, Node
 from jarvis_core.keys import nfc, note_key
+from jarvis_core.markdown import new_markdown_parser
+from jarvis_core.references import (
+    COMMIT,
+    GITHUB,
+    JIRA,
+    GraphReference,
+    chunks_holding,
+    find_references,
+    line_text,
+)
 
 __all__ = ["DEFAULT_RELATION_FIELDS", "LinkResolver", "SourceGraph", "canonical_url",
            "extract_vault_graph", "file_key", "similarity_edges"]
@@ -45,19 +56,23 @@ class SourceGraph:
     broken: list[BrokenLink]
     mentions: list[Mention]
     fingerprints: dict[str, str]  # origin document key -> sha256 of everything it produced
+    # references to other sources' tickets, commits and files (resolved by cross_source_links)
+    references: list[GraphReference] = field(default_factory=list)
 
     @classmethod
     def assemble(cls, nodes: Mapping[str, Node], documents: Iterable[str], edges: list[Edge],
-                 broken: list[BrokenLink], mentions: list[Mention]) -> SourceGraph:
+                 broken: list[BrokenLink], mentions: list[Mention],
+                 references: Sequence[GraphReference] = ()) -> SourceGraph:
         """Nodes in key order, and a fingerprint per document of its node and of every
-        edge, broken link and mention it is the origin of."""
+        edge, broken link, mention and reference it is the origin of."""
         produced: dict[str, list[object]] = {key: [nodes[key]] for key in documents}
-        for item in (*edges, *broken, *mentions):
+        for item in (*edges, *broken, *mentions, *references):
             produced[item.origin].append(item)
         return cls(nodes=[nodes[key] for key in sorted(nodes)], edges=edges, broken=broken,
                    mentions=mentions,
                    fingerprints={origin: _fingerprint(items)
-                                 for origin, items in sorted(produced.items())})
+                                 for origin, items in sorted(produced.items())},
+                   references=list(references))
 
 
 def file_key(vault: str, path: str) -> str:
@@ -234,6 +249,7 @@ class _GraphBuilder:
     edges: dict[tuple[str, str, str, str, str], list[_Occurrence]] = field(default_factory=dict)
     broken: set[BrokenLink] = field(default_factory=set)
     mentions: set[Mention] = field(default_factory=set)
+    references: set[GraphReference] = field(default_factory=set)
 
     def add_edge(self, src: str, relation: str, dst: str, extractor: str, origin: str,
                  occurrence: _Occurrence) -> None:
@@ -406,6 +422,31 @@ def _tags(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
             builder.tag(entry["tag"], row["note_key"], occurrence)
 
 
+@cache
+def _block_parser():
+    return new_markdown_parser()
+
+
+def _code_lines(body: str) -> set[int]:
+    """1-based body lines inside fenced or indented code blocks."""
+    return {line + 1 for token in _block_parser().parse(body)
+            if token.type in ("fence", "code_block") and token.map
+            for line in range(*token.map)}
+
+
+def _references(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
+    """Tickets and commits the body cites outside code blocks, for cross_source_links to
+    resolve in whichever source holds them (their lines count the whole file)."""
+    found = [ref for ref in find_references(text.body) if ref.kind in (JIRA, GITHUB, COMMIT)]
+    code = _code_lines(text.body) if found else set()
+    for ref in found:
+        if ref.line not in code:
+            builder.references.add(GraphReference(
+                builder.vault, row["note_key"], row["note_key"], ref.relation, ref.kind,
+                ref.target, ref.written, text.body_start_line + ref.line - 1,
+                chunks_holding(text.chunks, ref.start, ref.end), line_text(text.body, ref.start)))
+
+
 def _fingerprint(items: Iterable[object]) -> str:
     digest = hashlib.sha256()
     for item in items:
@@ -435,13 +476,17 @@ def extract_vault_graph(
     fields = set(relation_fields)
     for row in rows:
         builder.nodes[row["note_key"]] = _note_node(source, row)
-        _extract_note(builder, row, _NoteText(row, chunks_by_path.get(row["path"], [])), fields)
+        note_text = _NoteText(row, chunks_by_path.get(row["path"], []))
+        _extract_note(builder, row, note_text, fields)
+        _references(builder, row, note_text)
 
     edges = builder.finished_edges()
     broken = sorted(builder.broken, key=lambda b: (b.origin, b.line, b.target, b.candidates))
     mentions = sorted(builder.mentions, key=lambda m: (m.chunk_id, m.node_key))
+    references = sorted(builder.references,
+                        key=lambda r: (r.origin, r.line, r.kind, r.target, r.written))
     return SourceGraph.assemble(builder.nodes, (row["note_key"] for row in rows), edges,
-                                broken, mentions)
+                                broken, mentions, references)
 
 
 def similarity_edges(source: str, note_vectors: dict[str, np.ndarray], top_k: int = 5,

@@ -28,6 +28,10 @@ from dataclasses import dataclass
 
 JIRA, GITHUB, COMMIT, PATH = "jira", "github", "commit", "path"
 MENTIONS, FIXES = "MENTIONS", "FIXES"
+# Edges made from resolved references have origins of their own ("xref:" + the citing
+# document), so only the resolution step and the citing document's rewrite replace them.
+CROSS_ORIGIN_PREFIX = "xref:"
+CROSS_EXTRACTOR = "cross_reference"
 
 _JIRA_KEY = re.compile(r"(?<![A-Za-z0-9_-])([A-Z][A-Z0-9_]{1,9}-[1-9][0-9]{0,6})(?![A-Za-z0-9_])")
 _MERGE_BRANCH = re.compile(

@@ -114,6 +114,38 @@ REPO_KNOWLEDGE = pl.Schema({
     "error": pl.Utf8,
 })
 
+# Ticket sets (jarvis_core/tickets.py): one row per ticket with its comments and issue links,
+# ``text`` being the markdown it is chunked as; the hash of every export file read.
+_PERSON = pl.Struct({"name": pl.Utf8, "email": pl.Utf8, "account": pl.Utf8})
+TICKETS = pl.Schema({
+    "source": pl.Utf8, "key": pl.Utf8, "path": pl.Utf8, "file_hash": pl.Utf8,
+    "system": pl.Utf8, "number": pl.Int64, "repo": pl.Utf8, "summary": pl.Utf8,
+    "description": pl.Utf8, "status": pl.Utf8, "type": pl.Utf8, "priority": pl.Utf8,
+    "labels": pl.List(pl.Utf8), "components": pl.List(pl.Utf8),
+    "fix_versions": pl.List(pl.Utf8), "assignee": _PERSON, "reporter": _PERSON,
+    "created_at": pl.Datetime("us"), "updated_at": pl.Datetime("us"),
+    "resolved_at": pl.Datetime("us"),
+    "comments": pl.List(pl.Struct({"author": _PERSON, "created_at": pl.Datetime("us"),
+                                   "body": pl.Utf8})),
+    "links": pl.List(pl.Struct({"type": pl.Utf8, "direction": pl.Utf8, "phrase": pl.Utf8,
+                                "outward": pl.Utf8, "target": pl.Utf8})),
+    "url": pl.Utf8, "is_pull_request": pl.Boolean, "text": pl.Utf8, "content_hash": pl.Utf8,
+    "warnings": pl.List(pl.Utf8), "ingested_at": pl.Datetime("us"),
+})
+
+TICKET_FILES = pl.Schema({"source": pl.Utf8, "path": pl.Utf8, "file_hash": pl.Utf8})
+
+# References a source's graph run could not resolve inside the source (jarvis_core/
+# references.py), and those the cross_source_links asset could not resolve in any source.
+_REFERENCE = {
+    "source": pl.Utf8, "origin": pl.Utf8, "src": pl.Utf8, "relation": pl.Utf8,
+    "kind": pl.Utf8, "target": pl.Utf8, "written": pl.Utf8, "line": pl.Int32,
+    "evidence": pl.List(pl.Utf8), "evidence_text": pl.Utf8, "inverse": pl.Boolean,
+}
+GRAPH_REFERENCES = pl.Schema(_REFERENCE)
+UNRESOLVED_REFERENCES = pl.Schema({**_REFERENCE, "reason": pl.Utf8,
+                                   "candidates": pl.List(pl.Utf8)})
+
 REPO_STATE = pl.Schema({
     "source": pl.Utf8, "branch": pl.Utf8, "head": pl.Utf8, "shallow": pl.Boolean,
     "commit_count": pl.Int64, "ingested_at": pl.Datetime("us"),
@@ -157,11 +189,15 @@ TABLES: dict[str, tuple[pl.Schema, tuple[str, ...]]] = {
     "repo_state": (REPO_STATE, ("source",)),
     "analytics_snapshots": (ANALYTICS_SNAPSHOTS, ("source", "snapshot_id")),
     "analytics_notes": (ANALYTICS_NOTES, ("source", "snapshot_id", "note_key")),
+    "tickets": (TICKETS, ("source", "key")),
+    "ticket_files": (TICKET_FILES, ("source", "path")),
+    "graph_references": (GRAPH_REFERENCES, ()),
+    "unresolved_references": (UNRESOLVED_REFERENCES, ()),
 }
 
 # The raw tables of each source kind: a source with rows in any of them has data to purge
 # once it is no longer configured.
-RAW_TABLES = ("notes", "commits", "repo_files", "repo_docs")
+RAW_TABLES = ("notes", "commits", "repo_files", "repo_docs", "tickets")
 
 _SCALARS = {
     pl.Utf8: "VARCHAR", pl.Int64: "BIGINT", pl.Int32: "INTEGER",

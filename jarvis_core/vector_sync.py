@@ -24,16 +24,19 @@ _DOCUMENT_DATES = (
     "SELECT 'commits/' || sha AS path, committed_at AS modified_at FROM commits "
     "WHERE source = $1",
     "SELECT path, modified_at FROM repo_docs WHERE source = $1",
+    "SELECT 'tickets/' || key AS path, coalesce(updated_at, created_at) AS modified_at "
+    "FROM tickets WHERE source = $1",
 )
 
-# The chunk columns (plus the note's tags and the document's modification time) a vector
-# carries; documents other than notes have no tags.
+# The chunk columns (plus the note's tags or the ticket's labels and the document's
+# modification time) a vector carries; other documents have no tags.
 PAYLOAD_SQL = f"""
     SELECT c.chunk_id, c.source, c.source_type, c.doc_key, c.path, c.title,
            c.heading_path, c.context, c.text,
-           coalesce(n.tags, []::VARCHAR[]) AS tags, d.modified_at
+           coalesce(n.tags, t.labels, []::VARCHAR[]) AS tags, d.modified_at
     FROM chunks c
     LEFT JOIN notes n ON n.source = c.source AND n.path = c.path
+    LEFT JOIN tickets t ON t.source = c.source AND 'tickets/' || t.key = c.path
     LEFT JOIN ({" UNION ALL ".join(_DOCUMENT_DATES)}) d ON d.path = c.path
     WHERE c.source = $1
 """

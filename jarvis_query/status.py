@@ -12,7 +12,7 @@ from jarvis_core import serving
 from jarvis_core.config import JarvisConfig
 
 _LAYER_TABLES = {"notes": "notes", "attachments": "attachments", "commits": "commits",
-                 "repo_files": "repo_files", "repo_docs": "repo_docs",
+                 "repo_files": "repo_files", "repo_docs": "repo_docs", "tickets": "tickets",
                  "failed": "ingest_failures",
                  "chunks": "chunks", "nodes": "graph_nodes", "edges": "graph_edges",
                  "broken_links": "graph_broken_links"}
