@@ -9,6 +9,7 @@ from jarvis_assets.automation import follows_upstream
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.notes import DUCKDB_POOL, raw_notes
 from jarvis_assets.partitions import source_partitions
+from jarvis_assets.repos import raw_repository
 from jarvis_assets.tickets import raw_tickets
 from jarvis_core import store
 from jarvis_core.documents import (
@@ -43,7 +44,7 @@ _DOCUMENTS_SQL = "\nUNION ALL\n".join(_DOCUMENT_SELECTS)
 
 @dg.asset(
     partitions_def=source_partitions,
-    deps=[raw_notes, raw_tickets],
+    deps=[raw_notes, raw_repository, raw_tickets],
     group_name="text",
     kinds={"duckdb", "python"},
     pool=DUCKDB_POOL,

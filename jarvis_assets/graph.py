@@ -21,6 +21,7 @@ from jarvis_core.config import JarvisConfig
 from jarvis_core.graph_extract import SourceGraph, extract_vault_graph, similarity_edges
 from jarvis_core.graph_model import Edge
 from jarvis_core.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX
+from jarvis_core.repo_graph import extract_repo_graph
 from jarvis_core.ticket_graph import extract_ticket_graph
 from jarvis_resources import (
     EmbedderResource,
@@ -57,6 +58,13 @@ def _ticket_graph(source: str, config: JarvisConfig, rows: dict[str, list[dict]]
     return extract_ticket_graph(source, rows["tickets"], chunk_rows)
 
 
+def _repo_graph(source: str, config: JarvisConfig, rows: dict[str, list[dict]],
+                chunk_rows: list[dict]) -> SourceGraph:
+    return extract_repo_graph(source, rows["commits"], rows["commit_files"], rows["repo_files"],
+                              rows["repo_docs"], rows["repo_knowledge"], chunk_rows,
+                              knowledge_dir=config.repos[source].knowledge_dir)
+
+
 # By source kind; a source no longer configured extracts nothing, so its graph is removed.
 GRAPH_EXTRACTORS: dict[str, GraphExtractor] = {
     "vault": GraphExtractor(
@@ -67,6 +75,13 @@ GRAPH_EXTRACTORS: dict[str, GraphExtractor] = {
         {"tickets": "SELECT * EXCLUDE (source, path, file_hash, content_hash, warnings, "
                     "ingested_at) FROM tickets WHERE source = ?"},
         _ticket_graph),
+    "repo": GraphExtractor(
+        {"commits": "SELECT * EXCLUDE (source, ingested_at) FROM commits WHERE source = ?",
+         "commit_files": "SELECT * EXCLUDE (source) FROM commit_files WHERE source = ?",
+         "repo_files": "SELECT path, language FROM repo_files WHERE source = ?",
+         "repo_docs": "SELECT path, title, text FROM repo_docs WHERE source = ?",
+         "repo_knowledge": "SELECT path, components FROM repo_knowledge WHERE source = ?"},
+        _repo_graph),
 }
 _NOTHING = GraphExtractor({}, lambda *_: SourceGraph([], [], [], [], {}))
 

@@ -4,8 +4,9 @@ Identities (a name, an email, aliases such as a GitHub login or a Jira accountId
 folded into one person when they share a lower-cased email, an alias, or a normalised name
 of at least two words ("Dana Kim", "dana.kim" and "Kim, Dana" are all "dana kim"; a lone
 first name folds nothing, there are too many Danas). A person's key is ``person:`` plus the
-smallest email of the group, else the normalised name, else the smallest alias, so the
-same identities give the same key in every source and every run.
+smallest email of the group (GitHub's no-reply addresses last), else the normalised name,
+else the smallest alias, so the same identities give the same key in every source and
+every run.
 """
 
 from __future__ import annotations
@@ -133,7 +134,8 @@ class PersonDirectory:
             spelled = Counter(i.name.strip() for i in group if i.name and i.name.strip())
             full = sorted({n for i in group if (n := normal_name(i.name)) and " " in n})
             single = sorted({n for i in group if (n := normal_name(i.name))})
-            ident = (emails or full or aliases or single)[0]
+            real = sorted(emails, key=lambda email: (bool(_GITHUB_NOREPLY.match(email)), email))
+            ident = (real or full or aliases or single)[0]
             name = max(spelled, key=lambda n: _spelling_rank(n, spelled[n])) if spelled \
                 else (emails or aliases)[0]
             persons[root] = Person(key=PERSON_PREFIX + ident.replace(" ", "-"), name=name,

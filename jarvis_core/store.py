@@ -148,7 +148,7 @@ UNRESOLVED_REFERENCES = pl.Schema({**_REFERENCE, "reason": pl.Utf8,
 
 REPO_STATE = pl.Schema({
     "source": pl.Utf8, "branch": pl.Utf8, "head": pl.Utf8, "shallow": pl.Boolean,
-    "commit_count": pl.Int64, "ingested_at": pl.Datetime("us"),
+    "commit_count": pl.Int64, "settings": pl.Utf8, "ingested_at": pl.Datetime("us"),
 })
 
 # Vault analytics history (jarvis_core/analytics.py): one row per snapshot, its figures as
