@@ -132,10 +132,10 @@ def _utc(iso: str) -> datetime:
 def _numstat(raw: str) -> list[dict]:
     """``added\\tdeleted\\tpath\\0`` entries, a rename as ``added\\tdeleted\\t\\0old\\0new\\0``;
     binary files count '-'."""
-    tokens = raw.lstrip("\n").split("\0")
+    tokens = raw.split("\0")
     files, at = [], 0
     while at < len(tokens):
-        entry = tokens[at]
+        entry = tokens[at].lstrip("\n")  # git ends the commit header with a line break
         at += 1
         if not entry.strip():
             continue
@@ -193,7 +193,7 @@ def read_commits(repo: Path, shas: Sequence[str], batch: int = 2000
 class TreeEntry:
     path: str
     blob_sha: str
-    size_bytes: int
+    size_bytes: int | None  # None when git cannot read the blob (a missing object)
 
 
 def list_tree(repo: Path, head: str) -> list[TreeEntry]:
@@ -206,7 +206,7 @@ def list_tree(repo: Path, head: str) -> list[TreeEntry]:
         _mode, kind, sha, size = meta.split()
         if kind == b"blob":
             entries.append(TreeEntry(path.decode("utf-8", "replace"), sha.decode(),
-                                     int(size) if size != b"-" else 0))
+                                     int(size) if size.isdigit() else None))
     return entries
 
 
@@ -245,7 +245,8 @@ def language(path: str) -> str | None:
     """The language of a file by its name, as Pygments' lexers know it ('Python', 'SQL')."""
     name = PurePosixPath(path).name
     suffix = PurePosixPath(name).suffix
-    return _language_by_name(f"x{suffix}" if suffix and suffix != name else name)
+    probe = f"x{suffix}" if suffix and suffix != name else name
+    return _language_by_name(probe) or _language_by_name(probe.lower())  # SCHEMA.SQL
 
 
 def matches(path: str, patterns: Iterable[str]) -> bool:
@@ -418,6 +419,9 @@ def sync_repository(repo: Path, stored: StoredRepo, *, branch: str, docs: Sequen
                or (is_knowledge_file(path, knowledge_dir)
                    and stored.knowledge.get(path) != entry.blob_sha)}
     sync.unchanged_docs = len(wanted) - len(changed)
+    sync.failures += [{"path": entry.path, "reason": f"object {entry.blob_sha} is missing"}
+                      for entry in sync.files
+                      if entry.size_bytes is None and entry.path not in wanted]
     blobs = read_blobs(repo, (entry.blob_sha for entry in changed.values()))
     for path, entry in sorted(changed.items()):
         sync.removed_docs.add(path)  # rewritten below unless it fails
