@@ -1,0 +1,217 @@
+"""Ticket sets end to end: both export formats through every layer, cross-source links that
+appear whatever order sources refresh in, incremental edits and deletions, bad files, and
+the issue's "done when": a search for a ticket's subject finds the ticket, and the graph
+leads from it to the notes that mention it."""
+
+import json
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from jarvis_cli.refresh import run_refresh
+from jarvis_core.config import load_config
+from jarvis_core.graph_store import graph_search
+from jarvis_core.vectors import VectorFilter
+from jarvis_query.knowledge_base import KnowledgeBase
+from tests.conftest import rows
+
+pytestmark = pytest.mark.slow
+
+SAMPLE_TICKETS = Path(__file__).resolve().parent.parent / "sample_data" / "tickets"
+NOTES = {
+    "Dedupe.md": "# Dedupe\n\nWe settled the dedupe key in LUM-4; the alert engine (LUM-6) "
+                 "waits for it.\n",
+    "Clock.md": "# Clock drift\n\nStation clock drift is lumen#7, and the chart gaps were "
+                "example/lumen#15.\n\n```python\nSKEW = 5  # LUM-5 inside code\n```\n",
+    "Other.md": "# Other\n\nUTF-8 everywhere. LUM-99 was never filed.\n",
+}
+
+
+def layer(report: dict, source: str, asset: str) -> dict:
+    [entry] = [s for s in report["sources"] if s["source"] == source]
+    return entry["layers"][asset]
+
+
+def check(report: dict, name: str) -> dict:
+    [found] = [c for c in report["published"]["checks"] if c["check"] == name]
+    return found
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tickets")
+    vault = root / "vault"
+    vault.mkdir()
+    for name, text in NOTES.items():
+        (vault / name).write_text(text, encoding="utf-8")
+    shutil.copytree(SAMPLE_TICKETS, root / "tickets")
+    path = root / "jarvis.yaml"
+    path.write_text(yaml.safe_dump({
+        "data_dir": "data", "vaults": {"notes": str(vault)},
+        "tickets": {"jira": str(root / "tickets" / "jira"),
+                    "gh": {"path": str(root / "tickets" / "github"), "repo": "lumen"}}}))
+    config = load_config(path)
+    notes_only = run_refresh(config, only=["notes"])   # tickets arrive after the notes
+    first = run_refresh(config)
+    return {"root": root, "config": config, "notes_only": notes_only, "first": first}
+
+
+def test_references_wait_for_their_targets_whatever_the_order(project):
+    notes_only, config = project["notes_only"], project["config"]
+    assert notes_only["ok"], notes_only
+    assert layer(notes_only, "notes", "raw_tickets") == {"rows": 0}  # no-op for a vault
+    assert project["first"]["ok"], project["first"]
+    edges = rows(config, "SELECT src, relation, dst FROM graph_edges "
+                         "WHERE extractor = 'cross_reference' AND src LIKE 'note:%'")
+    assert set(edges) == {
+        ("note:notes/Dedupe.md", "MENTIONS", "ticket:LUM-4"),
+        ("note:notes/Dedupe.md", "MENTIONS", "ticket:LUM-6"),
+        ("note:notes/Clock.md", "MENTIONS", "ticket:lumen#7"),
+        ("note:notes/Clock.md", "MENTIONS", "ticket:lumen#15"),
+    }
+
+
+def test_both_formats_are_ingested(project):
+    config, report = project["config"], project["first"]
+    assert layer(report, "jira", "raw_tickets")["new"] == 12
+    assert layer(report, "gh", "raw_tickets")["new"] == 3
+    assert rows(config, "SELECT key, is_pull_request, status FROM tickets WHERE source = 'gh' "
+                        "ORDER BY number") == [("lumen#7", False, "open"),
+                                               ("lumen#15", False, "closed"),
+                                               ("lumen#16", True, "merged")]
+    [(comments,)] = rows(config, "SELECT len(comments) FROM tickets WHERE key = 'lumen#7'")
+    assert comments == 2
+
+
+def test_tickets_are_chunked_and_embedded_like_notes(project):
+    config = project["config"]
+    [(count, source_type)] = rows(
+        config, "SELECT count(*), any_value(source_type) FROM chunks WHERE path = 'tickets/LUM-4'")
+    assert count >= 1 and source_type == "ticket"
+    assert layer(project["first"], "jira", "embeddings")["embedded"] == rows(
+        config, "SELECT count(*) FROM chunks WHERE source = 'jira'")[0][0]
+    # vector payloads: labels as tags, the ticket's last update as its modification time
+    knowledge = KnowledgeBase(config)
+    try:
+        snapshot = knowledge.snapshots.current()
+        vector = knowledge.embed_query(snapshot.model, "duplicate readings dedupe key")
+        hits = snapshot.vectors.search(vector, limit=5, filters=VectorFilter(
+            source_types=["ticket"], tags_any=["data-quality"],
+            modified_from=datetime(2026, 11, 14), modified_to=datetime(2026, 11, 15)))
+    finally:
+        knowledge.close()
+    assert {hit.payload["path"] for hit in hits} == {"tickets/LUM-4"}
+
+
+def test_ticket_graph_has_typed_links_people_and_labels(project):
+    config = project["config"]
+    edges = set(rows(config, "SELECT src, relation, dst FROM graph_edges WHERE source = 'jira'"))
+    assert ("ticket:LUM-4", "BLOCKS", "ticket:LUM-6") in edges  # stated by both tickets
+    assert ("ticket:LUM-4", "BLOCKS", "ticket:LUM-11") in edges
+    assert ("ticket:LUM-9", "RELATES_TO", "ticket:LUM-10") in edges
+    assert ("ticket:LUM-4", "ASSIGNED_TO", "person:maya.chen@lumen.example") in edges
+    assert ("ticket:LUM-4", "COMMENTED_BY", "person:sam.novak@lumen.example") in edges
+    assert ("ticket:LUM-4", "TAGGED", "tag:data-quality") in edges
+    [(title, properties)] = rows(config, "SELECT title, properties FROM graph_nodes "
+                                         "WHERE node_key = 'ticket:LUM-6'")
+    assert title == "LUM-6: Alert rule engine: frost, heavy-rain and offline rules"
+    assert json.loads(properties)["status"] == "Blocked"
+    # a GitHub issue cites a Jira ticket: a cross-source ticket -> ticket edge
+    assert rows(config, "SELECT evidence_text FROM graph_edges WHERE src = 'ticket:lumen#7' "
+                        "AND dst = 'ticket:LUM-12'")[0][0].endswith("(LUM-12).")
+    # "Fixes #15" in the pull request, within its own set
+    assert ("ticket:lumen#16", "FIXES", "ticket:lumen#15") in set(rows(
+        config, "SELECT src, relation, dst FROM graph_edges WHERE source = 'gh'"))
+
+
+def test_cross_source_edges_carry_evidence_and_pass_the_checks(project):
+    config, report = project["config"], project["first"]
+    [(evidence, text)] = rows(config, "SELECT evidence, evidence_text FROM graph_edges "
+                                      "WHERE src = 'note:notes/Dedupe.md' AND dst = 'ticket:LUM-4'")
+    assert text.startswith("We settled the dedupe key in LUM-4")
+    assert rows(config, "SELECT count(*) FROM chunks WHERE list_contains(?, chunk_id)",
+                [evidence])[0][0] == len(evidence) >= 1
+    assert check(report, "cross_source_edges_valid")["passed"]
+    for entry in report["sources"]:
+        for name in ("no_dangling_edges", "every_edge_has_evidence"):
+            assert all(c["passed"] for c in entry["checks"] if c["check"] == name), entry
+
+
+def test_unresolved_references_are_listed_with_a_reason(project):
+    config, report = project["config"], project["first"]
+    unresolved = {(source, target, reason) for source, target, reason in rows(
+        config, "SELECT source, target, reason FROM unresolved_references")}
+    assert ("notes", "LUM-99", "unresolved") in unresolved
+    assert ("jira", "LUM-13", "unresolved") in unresolved   # LUM-10 is duplicated by it
+    assert ("notes", "UTF-8", "unknown_project") in unresolved
+    assert not [u for u in unresolved if u[1] == "LUM-5"]   # inside a code block
+    warning = check(report, "unresolved_ticket_references")
+    assert warning["severity"] == "WARN" and not warning["passed"]
+
+
+def test_search_for_a_ticket_subject_finds_the_ticket_and_its_mentions(project):
+    knowledge = KnowledgeBase(project["config"])
+    try:
+        results = knowledge.search_semantic(
+            "Idempotent ingest: dedupe readings on station, observed time and sequence", limit=5)
+        assert (results[0].source_type, results[0].path) == ("ticket", "tickets/LUM-4")
+        neighbourhood = graph_search(knowledge.snapshots.current().graph(), "ticket:LUM-4", 1)
+    finally:
+        knowledge.close()
+    assert "note:notes/Dedupe.md" in {note["key"] for note in neighbourhood["notes"]}
+    mentions = neighbourhood["relationships"]["MENTIONS"]
+    assert {"src": "note:notes/Dedupe.md", "dst": "ticket:LUM-4"}.items() <= next(
+        m for m in mentions if m["src"] == "note:notes/Dedupe.md").items()
+
+
+def test_unchanged_export_is_not_parsed_again(project):
+    report = run_refresh(project["config"], only=["jira"])
+    assert report["ok"]
+    raw = layer(report, "jira", "raw_tickets")
+    assert (raw["new"], raw["changed"], raw["unchanged"]) == (0, 0, 12)
+    assert layer(report, "jira", "chunks")["unchanged"] == 12
+
+
+def test_edited_ticket_is_reprocessed_alone_and_deleted_ticket_goes_everywhere(project):
+    config, root = project["config"], project["root"]
+    single = root / "tickets" / "jira" / "LUM-6.json"
+    issue = json.loads(single.read_text(encoding="utf-8"))
+    issue["fields"]["summary"] = "Alert rule engine: frost and offline first, heavy rain later"
+    issue["fields"]["updated"] = "2026-11-20T09:00:00.000+0100"
+    single.write_text(json.dumps(issue), encoding="utf-8")
+    (root / "tickets" / "jira" / "LUM-12.json").unlink()
+    (root / "tickets" / "jira" / "broken.json").write_text('{"issues": [', encoding="utf-8")
+
+    report = run_refresh(config)
+    assert report["ok"], report
+    raw = layer(report, "jira", "raw_tickets")
+    assert (raw["new"], raw["changed"], raw["deleted"], raw["failed"]) == (0, 1, 1, 1)
+    assert raw["unchanged"] == 10
+    chunks = layer(report, "jira", "chunks")
+    assert (chunks["changed"], chunks["deleted"], chunks["unchanged"]) == (1, 1, 10)
+    assert layer(report, "jira", "knowledge_graph")["changed"] >= 1
+    assert rows(config, "SELECT title FROM graph_nodes WHERE node_key = 'ticket:LUM-6'") == [
+        ("LUM-6: Alert rule engine: frost and offline first, heavy rain later",)]
+    [(path, reason)] = rows(config, "SELECT path, reason FROM ingest_failures "
+                                    "WHERE source = 'jira'")
+    assert path == "broken.json" and reason.startswith("not valid JSON")
+    for sql in ("SELECT count(*) FROM tickets WHERE key = 'LUM-12'",
+                "SELECT count(*) FROM chunks WHERE path = 'tickets/LUM-12'",
+                "SELECT count(*) FROM graph_nodes WHERE node_key = 'ticket:LUM-12'",
+                "SELECT count(*) FROM graph_edges WHERE src = 'ticket:LUM-12' "
+                "OR dst = 'ticket:LUM-12'"):
+        assert rows(config, sql) == [(0,)], sql
+    # lumen#7 cited LUM-12: the reference is unresolved again, not a dangling edge
+    assert ("gh", "LUM-12", "unresolved") in set(rows(
+        config, "SELECT source, target, reason FROM unresolved_references"))
+    knowledge = KnowledgeBase(config)
+    try:
+        graph = knowledge.snapshots.current().graph()
+        assert graph.node("ticket:LUM-12") is None
+        hits = knowledge.search_semantic("CBOR batch endpoint protocol v2 firmware", limit=10)
+        assert "tickets/LUM-12" not in {hit.path for hit in hits}
+    finally:
+        knowledge.close()
