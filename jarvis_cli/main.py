@@ -112,7 +112,8 @@ def status(obj: _Context, as_json: bool) -> None:
         published = data["published"]
         click.echo(f"published: {published['version']} ({published['model']})" if published
                    else "published: nothing yet")
-        click.echo(_table(data["sources"], ["name", "kind", "notes", "attachments", "failed",
+        click.echo(_table(data["sources"], ["name", "kind", "notes", "attachments", "commits",
+                                            "repo_files", "repo_docs", "failed",
                                             "chunks", "vectors", "nodes", "edges",
                                             "broken_links", "path"]))
 
