@@ -16,6 +16,8 @@ links; several links between the same two notes count once):
   graph (damping 0.85, dangling notes spread uniformly).
 - communities: Leiden (leidenalg, RB configuration model at ``community_resolution``, seeded)
   on the undirected link graph of the notes that have links; orphans belong to none.
+- cross-source figures (tickets by status, commits per author, most-cited tickets, notes
+  linked to code) appear for the sources they apply to, once those sources exist.
 - stale: not modified for ``stale_after_days`` (frontmatter ``updated``, else the file's mtime)
   yet linked from at least ``stale_min_links_in`` notes.
 - quality (0-100), see ``QUALITY_FORMULA``.
@@ -37,6 +39,7 @@ import duckdb
 
 from jarvis_core import store
 from jarvis_core.config import AnalyticsSettings
+from jarvis_core.references import CROSS_EXTRACTOR
 
 QUALITY_FORMULA = ("quality = 100 × (0.35·min(words/300, 1) + 0.25·min(links_out/3, 1) + "
                    "0.15·min(links_in/3, 1) + 0.10·min(headings/3, 1) + 0.15·frontmatter), "
@@ -49,12 +52,15 @@ SUMMARY_FIELDS = ("notes", "words", "links", "orphans", "dead_ends", "broken_lin
 CODE_TYPES = ("commit", "file", "repo_doc", "component")
 
 # Every table a figure reads, as the rows that identify it; the hash covers exactly these.
+# Cross-source edges are left out: they are resolved when publishing, after the snapshot, so
+# counting them would call every snapshot stale; cross-source figures read what the last
+# publish resolved.
 _HASHED = {
     "notes": "SELECT path || '|' || content_hash FROM notes WHERE source = $1",
     "graph_nodes": "SELECT node_key || '|' || type || '|' || coalesce(title, '') || '|' || "
                    "coalesce(properties, '') FROM graph_nodes WHERE source = $1",
     "graph_edges": "SELECT edge_key || '|' || confidence || '|' || weight FROM graph_edges "
-                   "WHERE source = $1",
+                   f"WHERE source = $1 AND extractor <> '{CROSS_EXTRACTOR}'",
     "graph_broken_links": "SELECT origin || '|' || target || '|' || reason || '|' || line "
                           "FROM graph_broken_links WHERE source = $1",
 }
@@ -134,10 +140,6 @@ def _broken_links(conn: duckdb.DuckDBPyConnection, source: str,
                   key=lambda b: (-b["count"], b["target"].lower()))
 
 
-def _tables(conn: duckdb.DuckDBPyConnection) -> set[str]:
-    return {name for (name,) in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-
-
 def _cross_source(conn: duckdb.DuckDBPyConnection, source: str, limit: int) -> dict:
     """Figures that involve repositories and ticket sets; only those that have data."""
     figures = {}
@@ -148,13 +150,14 @@ def _cross_source(conn: duckdb.DuckDBPyConnection, source: str, limit: int) -> d
     """, [source]).fetchall()
     if by_status:
         figures["tickets_by_status"] = dict(by_status)
-    if "commits" in _tables(conn):
-        authors = conn.execute("""
-            SELECT coalesce(author_name, author_email, '(unknown)'), count(*) FROM commits
-            WHERE source = ? GROUP BY ALL ORDER BY 2 DESC, 1 LIMIT ?
-        """, [source, limit]).fetchall()
-        if authors:
-            figures["commits_per_author"] = [{"author": a, "commits": n} for a, n in authors]
+    authors = conn.execute("""
+        SELECT any_value(p.title), count(DISTINCT e.dst) AS commits FROM graph_edges e
+        JOIN graph_nodes p ON p.node_key = e.src AND p.type = 'person'
+        JOIN graph_nodes c ON c.node_key = e.dst AND c.type = 'commit' AND c.source = $1
+        WHERE e.relation = 'AUTHORED' GROUP BY p.node_key ORDER BY commits DESC, 1 LIMIT $2
+    """, [source, limit]).fetchall()
+    if authors:    # people as the graph canonicalises them (name variants merged)
+        figures["commits_per_author"] = [{"author": a, "commits": n} for a, n in authors]
     cited = conn.execute("""
         SELECT t.node_key, any_value(t.title), count(DISTINCT e.origin) AS citations
         FROM graph_edges e JOIN graph_nodes t ON t.node_key = e.dst AND t.type = 'ticket'

@@ -16,9 +16,11 @@ import duckdb
 import numpy as np
 import pytest
 import yaml
+from click.testing import CliRunner
 from markdown_it import MarkdownIt
 
-from jarvis_core import analytics
+from jarvis_cli.main import cli
+from jarvis_core import analytics, store
 from jarvis_core.config import AnalyticsSettings
 from tests.conftest import PROJECT_ROOT, SAMPLE_VAULT, checks, metadata, run, write_config
 
@@ -401,3 +403,70 @@ def test_retention_and_sources_without_notes(analysed, tmp_path):
         empty = analytics.compute_snapshot(conn, "no-notes", SETTINGS, later)
     assert empty.figures["totals"]["notes"] == 0 and empty.figures["communities"] == []
     assert empty.figures["orphans"] == [] and empty.figures["cross_source"] == {}
+
+
+def test_cross_source_figures(tmp_path):
+    """A vault citing tickets and a commit, a ticket set, a repository with two authors (one
+    under two names, merged into one person by the graph): figures by hand."""
+    now = datetime(2026, 11, 22)
+    node = lambda source, key, kind, title, **props: {  # noqa: E731 - a row builder
+        "source": source, "node_key": key, "type": kind, "title": title,
+        "node_source": source, "properties": json.dumps(props), "first_seen": now,
+        "last_seen": now}
+    edge = lambda source, origin, src, relation, dst: {  # noqa: E731 - a row builder
+        "edge_key": f"{src}>{relation}>{dst}", "source": source, "origin": origin, "src": src,
+        "dst": dst, "relation": relation, "confidence": "explicit",
+        "extractor": "cross_reference", "evidence": [], "evidence_text": "x", "weight": 1.0}
+    notes = ["a.md", "b.md", "c.md"]
+    tables = {
+        "notes": [{"source": "v", "path": p, "note_key": f"note:v/{p}", "title": p,
+                   "content_hash": p, "frontmatter": "{}", "word_count": 10, "headings": [],
+                   "modified_at": now} for p in notes],
+        "graph_nodes": [
+            *(node("v", f"note:v/{p}", "note", p) for p in notes),
+            node("t", "ticket:T-1", "ticket", "T-1", status="Done"),
+            node("t", "ticket:T-2", "ticket", "T-2", status="Done"),
+            node("t", "ticket:T-3", "ticket", "T-3", status="Open"),
+            node("r", "commit:r/1", "commit", "one"), node("r", "commit:r/2", "commit", "two"),
+            node("r", "commit:r/3", "commit", "three"),
+            node("r", "person:ann", "person", "Ann"), node("r", "person:bo", "person", "Bo"),
+        ],
+        "graph_edges": [
+            edge("v", "xref:a", "note:v/a.md", "MENTIONS", "ticket:T-1"),
+            edge("v", "xref:b", "note:v/b.md", "MENTIONS", "ticket:T-1"),
+            edge("v", "xref:b", "note:v/b.md", "MENTIONS", "ticket:T-2"),
+            edge("v", "xref:c", "note:v/c.md", "MENTIONS", "commit:r/1"),
+            edge("r", "commit:r/2", "commit:r/2", "FIXES", "ticket:T-1"),
+            edge("r", "commit:r/1", "person:ann", "AUTHORED", "commit:r/1"),
+            edge("r", "commit:r/2", "person:ann", "AUTHORED", "commit:r/2"),
+            edge("r", "commit:r/3", "person:bo", "AUTHORED", "commit:r/3"),
+        ],
+    }
+    with duckdb.connect(str(tmp_path / "x.duckdb")) as conn:
+        store.ensure_schema(conn)
+        for table, rows in tables.items():
+            store.replace_rows(conn, table, source="any", remove_paths=None,
+                               rows=store.frame(table, rows))
+        figures = {s: analytics.compute_snapshot(conn, s, SETTINGS, now).figures["cross_source"]
+                   for s in ("v", "t", "r")}
+    assert figures["v"]["most_cited_tickets"] == [
+        {"ticket": "T-1", "title": "T-1", "citations": 2},
+        {"ticket": "T-2", "title": "T-2", "citations": 1}]
+    assert figures["v"]["notes_linked_to_code"] == {
+        "count": 1, "notes": [{"path": "c.md", "code_nodes": 1}]}
+    assert "tickets_by_status" not in figures["v"]
+    assert figures["t"]["tickets_by_status"] == {"Done": 2, "Open": 1}
+    assert figures["t"]["most_cited_tickets"][0] == {"ticket": "T-1", "title": "T-1",
+                                                     "citations": 3}   # a, b and commit 2
+    assert figures["r"]["commits_per_author"] == [{"author": "Ann", "commits": 2},
+                                                  {"author": "Bo", "commits": 1}]
+
+
+def test_bench_analytics_prints_timings():
+    result = CliRunner().invoke(cli, ["bench", "analytics", "--notes", "300", "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["notes"] == 300 and data["links"] > 300 and data["communities"] >= 2
+    assert data["fresh_snapshot_seconds"] > 0 and data["uncached_context_ms"] > 0
+    assert 0 < data["cached_context_p50_ms"] <= data["cached_context_p95_ms"]
