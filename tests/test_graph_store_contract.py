@@ -295,6 +295,28 @@ def test_removing_a_note_removes_its_edges_and_the_tags_only_it_used(graph):
     assert g.store.dangling_edges() == 0
 
 
+def test_commits_repo_docs_and_tickets_are_documents_like_notes(graph):
+    """Documents of every source kind outlive their edges; persons and files do not."""
+    g = graph
+    commit = Node(g.key("commit:repo/abc"), "commit", "Fix", g.source("repo"), {"sha": "abc"})
+    ticket = Node(g.key("ticket:LUM-4"), "ticket", "LUM-4", g.source("jira"))
+    doc = Node(g.key("repo_doc:repo/README.md"), "repo_doc", "Readme", g.source("repo"))
+    person = Node(g.key("person:dana@x"), "person", "Dana", None)
+    file = Node(g.key("file:repo/a.py"), "file", "a.py", g.source("repo"))
+    g.store.apply([], [commit, ticket, doc, person, file],
+                  [g.edge("person:dana@x", "commit:repo/abc", "AUTHORED",
+                          origin="commit:repo/abc"),
+                   g.edge("commit:repo/abc", "file:repo/a.py", "MODIFIES"),
+                   g.edge("commit:repo/abc", "ticket:LUM-4", "MENTIONS")])
+    assert g.store.document_keys(g.source("repo")) == {commit.key, doc.key}
+    g.store.apply([commit.key], [], [])  # the commit's subgraph is rewritten as nothing
+    assert g.store.node(commit.key) is not None and g.store.node(ticket.key) is not None
+    assert g.store.node(person.key) is None and g.store.node(file.key) is None
+    g.store.apply([], [], [], removed_documents=[commit.key, ticket.key, doc.key])
+    assert g.store.document_keys(g.source("repo")) == set()
+    assert g.store.document_keys(g.source("jira")) == set()
+
+
 def test_a_rename_is_a_removal_plus_a_new_note(graph):
     g = graph
     g.store.apply([], [g.note("before"), g.note("friend"), g.tag("t")],
