@@ -15,7 +15,7 @@ from jarvis_assets.serving import serving_snapshot
 from jarvis_assets.tickets import raw_tickets
 from jarvis_core.config import JarvisConfig
 from jarvis_resources import build_resources
-from schedules import all_schedules
+from schedules import build_schedules
 from sensors import all_sensors
 
 
@@ -27,7 +27,7 @@ def build_definitions(config: JarvisConfig) -> dg.Definitions:
         asset_checks=[*asset_checks, *analytics_checks],
         jobs=[refresh_sources_job, publish_serving_job, analytics_snapshot_job],
         sensors=all_sensors,
-        schedules=all_schedules,
+        schedules=build_schedules(config),
         resources=build_resources(config),
         executor=dg.in_process_executor,
     )

@@ -1,5 +1,5 @@
-"""Schedules of Jarvis."""
+"""Schedules of Jarvis, built from the configuration's cron expressions and timezones."""
 
-from schedules.refresh import nightly_refresh_schedule
+from schedules.periodic import build_schedules
 
-all_schedules = [nightly_refresh_schedule]
+__all__ = ["build_schedules"]
