@@ -1,6 +1,7 @@
 """A git repository through every layer: tables, chunks, vectors, graph and search, over
 an initial refresh, new commits and a force-push (one module-scoped history of runs)."""
 
+import dagster as dg
 import pytest
 
 from jarvis_cli.refresh import run_refresh
@@ -8,7 +9,7 @@ from jarvis_core.graph_store import SqliteGraphStore
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.status import store_status
 from jarvis_resources import build_resources
-from tests.conftest import rows, write_config
+from tests.conftest import metadata, rows, run, write_config
 from tests.test_git_source import Repo
 
 pytestmark = pytest.mark.slow
@@ -145,3 +146,22 @@ def test_a_force_push_removes_the_rewritten_commit_everywhere(history):
     assert before["vector_ids"] - after["vector_ids"]  # the old commit's vectors went
     [best, *_] = run["search"]
     assert best.path == f"commits/{kept}"
+
+
+def test_a_folder_that_is_no_repository_fails_only_that_source(tmp_path):
+    plain = tmp_path / "not-a-repo"
+    plain.mkdir()
+    (plain / "README.md").write_text("# Just a folder\n")
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "vault" / "Note.md").write_text("# Note\n\nStill ingested.\n")
+    config = write_config(tmp_path / "project", {"notes": tmp_path / "vault"},
+                          repos={"plain": str(plain)})
+    report = run_refresh(config)
+    assert report["ok"], report  # the broken repository does not hold back the vault
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = run(config, "plain", instance)
+    meta = metadata(result, "raw_repository")
+    assert "not a git repository" in meta["error"] and meta["failed"] == 1
+    assert rows(config, "SELECT path, reason FROM ingest_failures WHERE source = 'plain'") == [
+        (".", f"{plain}: not a git repository")]
+    assert rows(config, "SELECT count(*) FROM notes WHERE source = 'notes'") == [(1,)]
