@@ -39,6 +39,13 @@ def vault_analytics(
     source = context.partition_key
     config = jarvis.load()
     settings = config.analytics
+    if source not in config.source_names:
+        context.log.warning(f"source {source!r} is not configured: removing its snapshots")
+        with duckdb.get_connection() as conn:
+            store.ensure_schema(conn)
+            removed = analytics.remove_history(conn, source)
+        return dg.MaterializeResult(metadata={"snapshots_removed": removed,
+                                              "dagster/row_count": 0})
     now = datetime.now(UTC).replace(tzinfo=None)
     with duckdb.get_connection() as conn:
         store.ensure_schema(conn)
@@ -46,11 +53,16 @@ def vault_analytics(
         dropped = analytics.record_snapshot(conn, snapshot, settings.keep_snapshots)
         trend = analytics.history(conn, source)
     started = time.perf_counter()
-    charts = analytics.render_charts(snapshot, trend)
     chart_dir = config.data_dir / "analytics" / source
-    chart_dir.mkdir(parents=True, exist_ok=True)
-    for name, png in charts.items():
-        (chart_dir / f"{name}.png").write_bytes(png)
+    try:  # the snapshot is recorded: a chart that cannot be drawn only costs the picture
+        charts = analytics.render_charts(snapshot, trend)
+        chart_dir.mkdir(parents=True, exist_ok=True)
+        for name, png in charts.items():
+            (chart_dir / f"{name}.png").write_bytes(png)
+        chart_error = None
+    except (OSError, ValueError, RuntimeError) as exc:
+        charts, chart_error = {}, f"{type(exc).__name__}: {exc}"
+        context.log.warning(f"{source}: charts not drawn: {chart_error}")
     chart_seconds = time.perf_counter() - started
 
     figures, totals = snapshot.figures, snapshot.figures["totals"]
@@ -90,6 +102,7 @@ def vault_analytics(
         **{f"chart_{name}": dg.MetadataValue.md(analytics.png_markdown(_CHART_TITLES[name], png))
            for name, png in charts.items()},
         "charts_dir": dg.MetadataValue.path(str(chart_dir)),
+        **({"chart_error": chart_error} if chart_error else {}),
         "compute_seconds": snapshot.compute_seconds,
         "chart_seconds": round(chart_seconds, 3),
     })
@@ -108,14 +121,16 @@ def vault_analytics_checks(context: dg.AssetCheckExecutionContext,
                            jarvis: JarvisConfigResource, duckdb: DuckDBResource):
     """Both checks read the newest snapshot of each source in scope."""
     mismatched, problems = [], []
+    configured = set(jarvis.load().source_names)
     with duckdb.get_connection() as conn:
         for source in _sources_in_scope(context, jarvis):
             latest = conn.execute(
                 "SELECT snapshot_id, content_hash FROM analytics_snapshots WHERE source = ? "
                 "ORDER BY generated_at DESC, snapshot_id DESC LIMIT 1", [source]).fetchone()
-            if latest is None:
-                mismatched.append({"source": source, "snapshot": "(none)", "snapshot_hash": "",
-                                   "graph_hash": ""})
+            if latest is None:  # none is right only for a source being removed
+                if source in configured:
+                    mismatched.append({"source": source, "snapshot": "(none)",
+                                       "snapshot_hash": "", "graph_hash": ""})
                 continue
             graph_hash = analytics.graph_content_hash(conn, source)
             if graph_hash != latest[1]:

@@ -385,6 +385,16 @@ def record_snapshot(conn: duckdb.DuckDBPyConnection, snapshot: AnalyticsSnapshot
     return len(dropped)
 
 
+def remove_history(conn: duckdb.DuckDBPyConnection, source: str) -> int:
+    """Drop every snapshot of a source that is no longer configured; returns how many."""
+    (count,) = conn.execute("SELECT count(*) FROM analytics_snapshots WHERE source = ?",
+                            [source]).fetchone()
+    with store.transaction(conn):
+        for table in ("analytics_snapshots", "analytics_notes"):
+            conn.execute(f"DELETE FROM {table} WHERE source = ?", [source])
+    return count
+
+
 def history(conn: duckdb.DuckDBPyConnection, source: str,
             limit: int = TREND_POINTS) -> list[dict]:
     """The source's newest ``limit`` snapshot summaries, oldest first."""
@@ -423,18 +433,25 @@ def render_charts(snapshot: AnalyticsSnapshot, trend: list[dict]) -> dict[str, b
 
     distribution = snapshot.figures["degree_distribution"]
     figure, axes = plt.subplots(figsize=(7, 3.5))
-    axes.bar([int(d) for d in distribution], list(distribution.values()), color="#55a868")
-    axes.set(title=f"{snapshot.source}: degree distribution", xlabel="distinct linked notes",
-             ylabel="notes")
+    degrees, counts = [int(d) for d in distribution], list(distribution.values())
+    if max(degrees, default=0) > 50:   # a long tail of hubs: log-log shows its shape
+        axes.loglog([d + 1 for d in degrees], counts, "o", color="#55a868", markersize=4)
+        axes.set(xlabel="distinct linked notes + 1 (log)", ylabel="notes (log)")
+    else:
+        axes.bar(degrees, counts, color="#55a868")
+        axes.set(xlabel="distinct linked notes", ylabel="notes")
+    axes.set_title(f"{snapshot.source}: degree distribution")
     save("degree_distribution", figure)
 
-    if len(trend) >= 2:
-        figure, axes = plt.subplots(figsize=(7, 3.5))
+    if len(trend) >= 2:   # sizes and problems apart: they differ by orders of magnitude
+        figure, panels = plt.subplots(1, 2, figsize=(9, 3.5), sharex=True)
         times = [point["generated_at"] for point in trend]
-        for name in ("notes", "links", "orphans", "dead_ends", "broken_links", "stale_notes"):
-            axes.plot(times, [point[name] for point in trend], marker="o", label=name)
-        axes.set(title=f"{snapshot.source}: trend over {len(trend)} snapshots", ylabel="count")
-        axes.legend(fontsize="small", ncols=3)
+        for axes, names in zip(panels, (("notes", "links"), (
+                "orphans", "dead_ends", "broken_links", "stale_notes"))):
+            for name in names:
+                axes.plot(times, [point[name] for point in trend], marker="o", label=name)
+            axes.legend(fontsize="small")
+        figure.suptitle(f"{snapshot.source}: trend over {len(trend)} snapshots")
         figure.autofmt_xdate()
         save("trend", figure)
     return charts

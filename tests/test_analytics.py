@@ -19,9 +19,12 @@ import yaml
 from click.testing import CliRunner
 from markdown_it import MarkdownIt
 
+from jarvis_assets.analytics import vault_analytics, vault_analytics_checks
+from jarvis_assets.partitions import source_partitions
 from jarvis_cli.main import cli
 from jarvis_core import analytics, store
 from jarvis_core.config import AnalyticsSettings
+from jarvis_resources import build_resources
 from tests.conftest import PROJECT_ROOT, SAMPLE_VAULT, checks, metadata, run, write_config
 
 FEATURES = (PROJECT_ROOT / "sample_data" / "VAULT_FEATURES.md").read_text(encoding="utf-8")
@@ -470,3 +473,19 @@ def test_bench_analytics_prints_timings():
     assert data["notes"] == 300 and data["links"] > 300 and data["communities"] >= 2
     assert data["fresh_snapshot_seconds"] > 0 and data["uncached_context_ms"] > 0
     assert 0 < data["cached_context_p50_ms"] <= data["cached_context_p95_ms"]
+
+
+def test_a_source_no_longer_configured_loses_its_history(analysed, tmp_path):
+    config = write_config(tmp_path / "project", {"other": analysed["vault"].root})
+    config.data_dir.mkdir(parents=True)
+    shutil.copy(analysed["config"].duckdb_path, config.duckdb_path)
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions(source_partitions.name, ["sample"])
+        result = dg.materialize([vault_analytics, vault_analytics_checks],
+                                partition_key="sample", instance=instance,
+                                resources=build_resources(config))
+    assert metadata(result, "vault_analytics")["snapshots_removed"] == 1
+    assert all(check.passed for check in checks(result).values())
+    with duckdb.connect(str(config.duckdb_path), read_only=True) as conn:
+        assert conn.execute("SELECT (SELECT count(*) FROM analytics_snapshots) + "
+                            "(SELECT count(*) FROM analytics_notes)").fetchone() == (0,)
