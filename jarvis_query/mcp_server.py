@@ -30,6 +30,7 @@ from pydantic import Field, ValidationError
 
 from jarvis_core.config import ConfigError, JarvisConfig, load_config
 from jarvis_core.serving import NotPublished
+from jarvis_query.context import format_vault_context
 from jarvis_query.knowledge_base import MAX_DEPTH, MAX_LIMIT, MIN_DEPTH, KnowledgeBase, QueryError
 from jarvis_query.reading import (
     NoteAccessError,
@@ -266,7 +267,7 @@ def build_server(kb: KnowledgeBase) -> JarvisMCPServer:
     def get_vault_context(
             vault: Annotated[str, Field(description="The vault name (see list-vaults).")],
     ) -> CallToolResult:
-        return _answer(lambda: kb.get_vault_context(vault), render_json)
+        return _answer(lambda: kb.get_vault_context(vault), format_vault_context)
 
     return server
 
