@@ -288,9 +288,12 @@ def format_vaults(data: dict) -> str:
     published = data["published"]
     lines = [f"published version {published['version']} at {published['published_at'][:19]}Z"
              if published else "nothing published yet: run `jarvis refresh`"]
-    for source in data["vaults"] + data["other_sources"]:
-        chunks = sum(source["chunks"].values())
+    for source in data["vaults"]:
+        lines.append(f"- {source['name']} (vault, {source['path']}): {source['notes']} notes, "
+                     f"{source['attachments']} attachments, {sum(source['chunks'].values())} "
+                     f"chunks, {source['failed']} failed")
+    for source in data["other_sources"]:
+        chunks = ", ".join(f"{n} {kind}" for kind, n in source["chunks"].items())
         lines.append(f"- {source['name']} ({source['kind']}, {source['path']}): "
-                     f"{source['notes']} notes, {source['attachments']} attachments, "
-                     f"{chunks} chunks, {source['failed']} failed")
+                     f"chunks: {chunks or 'none published'}; {source['failed']} failed")
     return "\n".join(lines)
