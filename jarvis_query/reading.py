@@ -100,10 +100,11 @@ def _inside(root: Path, relative: str) -> Path:
     return real
 
 
-def _read_file(real: Path, relative: str, max_bytes: int) -> tuple[str, os.stat_result,
-                                                                   list[str]]:
-    """Text, stat and decoding warnings of a note, opened without following a symlink swapped
-    in after the check."""
+def _read_file(root: Path, real: Path, relative: str,
+               max_bytes: int) -> tuple[str, os.stat_result, list[str]]:
+    """Text, stat and decoding warnings of a note. Opened without following a final symlink
+    swapped in after the check, and (where /proc tells) refused if a folder on the way was
+    swapped for one that leads out."""
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError as exc:
@@ -111,6 +112,11 @@ def _read_file(real: Path, relative: str, max_bytes: int) -> tuple[str, os.stat_
     except OSError as exc:
         raise NoteAccessError(f"cannot open '{relative}': {exc.strerror}") from exc
     with os.fdopen(fd, "rb") as file:
+        opened = Path(f"/proc/self/fd/{fd}")
+        if opened.exists() and not Path(os.readlink(opened)).is_relative_to(
+                os.path.realpath(root)):
+            raise NoteAccessError(f"Access denied: '{relative}' leads outside the vault (it "
+                                  "changed while being opened)")
         info = os.fstat(file.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise NoteAccessError(f"'{relative}' is not a file")
@@ -202,7 +208,8 @@ def read_note(kb: KnowledgeBase, path: str, vault: str | None = None) -> dict:
     links and backlinks from the published graph."""
     snapshot = _current_snapshot(kb)
     name, relative, real = _locate(kb, path, vault, snapshot)
-    text, info, warnings = _read_file(real, relative, kb.config.ingest.max_note_bytes)
+    text, info, warnings = _read_file(kb.config.vaults[name].path, real, relative,
+                                      kb.config.ingest.max_note_bytes)
     parsed = parse_note(text, path=relative)
     key = note_key(name, relative)
     links = backlinks = None

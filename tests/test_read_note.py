@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from jarvis_cli.main import cli
 from jarvis_core.config import load_config
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-from jarvis_query.reading import NoteAccessError, list_vaults, read_note
+from jarvis_query.reading import NoteAccessError, _read_file, list_vaults, read_note
 
 SECRET = "TOP SECRET: the launch codes"
 PLAN = """---
@@ -95,6 +95,14 @@ def test_absolute_path_to_a_real_file_is_refused(setup):
         read_note(kb, "../outside/secret.md", vault="b")
     with pytest.raises(NoteAccessError, match="longer than"):
         read_note(kb, "a/" * 600 + "x.md")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to see open files")
+def test_a_file_that_turns_out_to_be_outside_when_opened_is_refused(setup):
+    """What a folder swapped for an outward symlink between the check and the open yields."""
+    kb, outside = setup
+    with pytest.raises(NoteAccessError, match="changed while being opened"):
+        _read_file(kb.config.vaults["a"].path, outside / "secret.md", "Leak.md", 4096)
 
 
 def test_a_note_is_read_from_disk_with_frontmatter_and_tags(setup):
