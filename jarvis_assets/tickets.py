@@ -10,6 +10,7 @@ from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.notes import DUCKDB_POOL
 from jarvis_assets.partitions import other_kind_result, source_partitions
 from jarvis_core import store
+from jarvis_core.config import TicketsConfig
 from jarvis_core.tickets import (
     PARSER_VERSION,
     TicketError,
@@ -23,8 +24,11 @@ TICKETS_KIND = "tickets"
 _SETTINGS = ""  # the ticket_files row that records what else shapes the tickets
 
 
-def _settings_id(repo: str | None) -> str:
-    return f"parser v{PARSER_VERSION}, repo {repo or '(from the export)'}"
+def _settings_id(settings: TicketsConfig | None) -> str:
+    if settings is None:
+        return ""
+    return (f"parser v{PARSER_VERSION}, format {settings.format}, "
+            f"repo {settings.repo or '(from the export)'}")
 
 
 def _changes(ticket_set: TicketSet, stored: dict[str, str]) -> dict[str, list[str]]:
@@ -79,7 +83,7 @@ def raw_tickets(
                                     f"{len(stored)} tickets")
             ticket_set = TicketSet()
         elif stored_files and {**export_file_hashes(settings.path),
-                               _SETTINGS: _settings_id(settings.repo)} == stored_files:
+                               _SETTINGS: _settings_id(settings)} == stored_files:
             return dg.MaterializeResult(metadata={  # nothing in the export changed
                 "new": 0, "changed": 0, "unchanged": len(stored), "deleted": 0,
                 "failed": failed_before,
@@ -87,7 +91,8 @@ def raw_tickets(
                 "files": len(stored_files), "files_changed": False,
                 "parse_seconds": round(time.perf_counter() - started, 3)})
         else:
-            ticket_set = read_ticket_set(settings.path, source, repo=settings.repo)
+            ticket_set = read_ticket_set(settings.path, source, repo=settings.repo,
+                                         expected=settings.format)
     except TicketError as exc:  # the export vanished: keep what is stored, say why
         context.log.error(f"{source}: {exc}")
         return dg.MaterializeResult(metadata={
@@ -104,7 +109,7 @@ def raw_tickets(
         context.log.warning(f"{source}/{failure['path']}: not ingested: {failure['reason']}")
     rows = [{**ticket_set.tickets[key], "file_hash": ticket_set.files.get(
         ticket_set.tickets[key]["path"]), "ingested_at": now} for key in rewrite]
-    files = {**ticket_set.files, _SETTINGS: _settings_id(settings.repo if settings else None)}
+    files = {**ticket_set.files, _SETTINGS: _settings_id(settings)}
     files_changed = files != stored_files
     with duckdb.get_connection() as conn:
         store.replace_rows(conn, "tickets", source=source,

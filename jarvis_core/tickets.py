@@ -92,9 +92,11 @@ def ticket_files(root: Path) -> Iterator[tuple[Path, str]]:
             yield file, relative
 
 
-def parse_file(data: bytes, path: str, *, source: str, repo: str | None = None) -> TicketFile:
+def parse_file(data: bytes, path: str, *, source: str, repo: str | None = None,
+               expected: str = "auto") -> TicketFile:
     """Every ticket in one export file; raises TicketError when the file as a whole is
-    unusable (not JSON, neither format), records failures of single issues."""
+    unusable (not JSON, neither format, not the ``expected`` format), records failures of
+    single issues."""
     text, warnings = decode_json_bytes(data)
     try:
         document = json.loads(text)
@@ -103,6 +105,10 @@ def parse_file(data: bytes, path: str, *, source: str, repo: str | None = None) 
                           ) from exc
     result = TicketFile(path, warnings=warnings)
     for location, item, system in _items(document):
+        if expected != "auto" and system.split("-")[0] != expected:
+            names = {JIRA: "Jira issues", GITHUB: "GitHub issues"}
+            raise TicketError(f"holds {names[system.split('-')[0]]}, but the ticket set's "
+                              f"format is {expected}")
         where = f"{path}{location}"
         try:
             if system == "github-comment":
@@ -447,7 +453,8 @@ def export_file_hashes(root: Path) -> dict[str, str]:
     return hashes
 
 
-def read_ticket_set(root: Path, source: str, *, repo: str | None = None) -> TicketSet:
+def read_ticket_set(root: Path, source: str, *, repo: str | None = None,
+                    expected: str = "auto") -> TicketSet:
     """Parse every export file under ``root``; a duplicate key keeps its most recently
     updated copy and notes the other file in the ticket's warnings."""
     _missing(root)
@@ -457,7 +464,7 @@ def read_ticket_set(root: Path, source: str, *, repo: str | None = None) -> Tick
         try:
             data = file.read_bytes()
             result.files[relative] = hashlib.sha256(data).hexdigest()
-            parsed = parse_file(data, relative, source=source, repo=repo)
+            parsed = parse_file(data, relative, source=source, repo=repo, expected=expected)
         except (OSError, TicketError) as exc:
             result.files.setdefault(relative, UNREADABLE)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

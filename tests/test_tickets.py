@@ -2,6 +2,7 @@
 issues, pull requests and comment files, and bad input reported per file and issue."""
 
 import json
+import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -196,3 +197,12 @@ def test_encodings_utf16_bom_and_legacy_bytes_with_a_warning():
 def test_missing_path_is_a_clear_error(tmp_path):
     with pytest.raises(TicketError, match="does not exist"):
         read_ticket_set(tmp_path / "nope", "t")
+
+
+def test_a_declared_format_rejects_files_of_the_other_format(tmp_path):
+    shutil.copy(SAMPLE_TICKETS / "jira" / "LUM-6.json", tmp_path)
+    shutil.copy(SAMPLE_TICKETS / "github" / "issues.json", tmp_path)
+    result = read_ticket_set(tmp_path, "t", expected="jira")
+    assert sorted(result.tickets) == ["LUM-6"]
+    assert result.failures == [
+        ("issues.json", "holds GitHub issues, but the ticket set's format is jira")]
