@@ -20,6 +20,7 @@ from jarvis_core import store
 from jarvis_core.config import JarvisConfig
 from jarvis_core.graph_extract import SourceGraph, extract_vault_graph, similarity_edges
 from jarvis_core.graph_model import Edge
+from jarvis_core.people import identities_of
 from jarvis_core.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX
 from jarvis_core.repo_graph import extract_repo_graph
 from jarvis_core.ticket_graph import extract_ticket_graph
@@ -62,7 +63,9 @@ def _repo_graph(source: str, config: JarvisConfig, rows: dict[str, list[dict]],
                 chunk_rows: list[dict]) -> SourceGraph:
     return extract_repo_graph(source, rows["commits"], rows["commit_files"], rows["repo_files"],
                               rows["repo_docs"], rows["repo_knowledge"], chunk_rows,
-                              knowledge_dir=config.repos[source].knowledge_dir)
+                              knowledge_dir=config.repos[source].knowledge_dir,
+                              known_people=identities_of(row["properties"]
+                                                         for row in rows["people"]))
 
 
 # By source kind; a source no longer configured extracts nothing, so its graph is removed.
@@ -80,7 +83,8 @@ GRAPH_EXTRACTORS: dict[str, GraphExtractor] = {
          "commit_files": "SELECT * EXCLUDE (source) FROM commit_files WHERE source = ?",
          "repo_files": "SELECT path, language FROM repo_files WHERE source = ?",
          "repo_docs": "SELECT path, title, text FROM repo_docs WHERE source = ?",
-         "repo_knowledge": "SELECT path, components FROM repo_knowledge WHERE source = ?"},
+         "repo_knowledge": "SELECT path, components FROM repo_knowledge WHERE source = ?",
+         "people": "SELECT properties FROM graph_nodes WHERE type = 'person' AND source <> ?"},
         _repo_graph),
 }
 _NOTHING = GraphExtractor({}, lambda *_: SourceGraph([], [], [], [], {}))

@@ -11,10 +11,11 @@ every run.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 PERSON_PREFIX = "person:"
@@ -155,3 +156,19 @@ class PersonDirectory:
 
     def persons(self) -> list[Person]:
         return sorted(self._groups().values(), key=lambda person: person.key)
+
+
+def identities_of(persons: Iterable[Mapping]) -> list[Identity]:
+    """The identities recorded on person nodes (``emails``, ``names``, ``aliases`` in their
+    properties, a dict or its JSON), so one source's directory can be seeded with the
+    people other sources already know: a GitHub login then folds into the author a commit
+    named with a no-reply email."""
+    identities = []
+    for properties in persons:
+        if isinstance(properties, str):
+            properties = json.loads(properties or "{}")
+        aliases = tuple(properties.get("aliases") or ())
+        for email in properties.get("emails") or [None]:
+            for name in properties.get("names") or [None]:
+                identities.append(Identity(name, email, aliases))
+    return identities

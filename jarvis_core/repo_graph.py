@@ -182,11 +182,13 @@ def _components(graph: _Graph, knowledge: list[dict], docs: dict[str, dict],
 
 def extract_repo_graph(repo: str, commits: list[dict], files: list[dict],
                        repo_files: list[dict], docs: list[dict], knowledge: list[dict],
-                       chunks: list[dict], knowledge_dir: str = ".jarvis") -> SourceGraph:
-    """The graph of one repository from its table rows, in a deterministic order."""
+                       chunks: list[dict], knowledge_dir: str = ".jarvis",
+                       known_people: Iterable[Identity] = ()) -> SourceGraph:
+    """The graph of one repository from its table rows, in a deterministic order;
+    ``known_people`` (identities other sources recorded) fold authors across sources."""
     graph = _Graph(repo, chunks)
-    people = PersonDirectory(Identity(row["author_name"], row["author_email"])
-                             for row in commits)
+    people = PersonDirectory([*known_people, *(Identity(row["author_name"], row["author_email"])
+                                               for row in commits)])
     at_head = {row["path"]: row for row in repo_files}
     commits = sorted(commits, key=lambda row: row["sha"])
     _commits(graph, commits, files, people, at_head)

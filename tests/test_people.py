@@ -2,7 +2,13 @@
 
 import pytest
 
-from jarvis_core.people import Identity, PersonDirectory, normal_email, normal_name
+from jarvis_core.people import (
+    Identity,
+    PersonDirectory,
+    identities_of,
+    normal_email,
+    normal_name,
+)
 
 
 @pytest.mark.parametrize("raw, expected", [
@@ -60,3 +66,17 @@ def test_keys_do_not_depend_on_order():
     backward = PersonDirectory(reversed(identities)).persons()
     assert forward == backward
     assert [p.key for p in forward] == ["person:d.kim@lumen.dev", "person:lee@lumen.dev"]
+
+
+def test_a_directory_seeded_with_other_sources_people_folds_their_logins():
+    noreply = "41234+priyaraman@users.noreply.github.com"
+    from_git = PersonDirectory([Identity("Priya Raman", "priya.raman@lumen.example"),
+                                Identity("Priya Raman", noreply)])
+    [priya] = from_git.persons()
+    nodes = [{"emails": list(priya.emails), "names": list(priya.names),
+              "aliases": list(priya.aliases)}]
+    github = PersonDirectory(identities_of(nodes))
+    assert github.person(Identity("priyaraman", None, ("github:priyaraman",))).key == \
+        "person:priya.raman@lumen.example"
+    assert PersonDirectory().person(Identity("priyaraman", None, ("github:priyaraman",))).key \
+        == "person:github:priyaraman"  # unseeded, the login is all there is
