@@ -11,10 +11,12 @@ from jarvis_assets.chunks import chunks
 from jarvis_assets.cross_links import cross_link_checks
 from jarvis_assets.embeddings import embeddings
 from jarvis_assets.graph import knowledge_graph
+from jarvis_assets.keyword_index import keyword_index
 from jarvis_assets.metadata import markdown_table
 from jarvis_assets.notes import raw_notes
 from jarvis_core import store
 from jarvis_core.chunking import embedding_text
+from jarvis_core.keyword_index import KeywordIndex
 from jarvis_core.models import token_counter
 from jarvis_resources import (
     EmbedderResource,
@@ -233,6 +235,36 @@ def broken_link_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConf
     return _ratio_warning(rows, good="links", bad="broken", limit=limit)
 
 
+@dg.asset_check(asset=keyword_index, blocking=True,
+                description="Per source, the keyword index holds exactly the chunk ids of the "
+                "chunks table, each once.")
+def keyword_index_matches_chunks(context: dg.AssetCheckExecutionContext,
+                                 jarvis: JarvisConfigResource,
+                                 duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    sources = _sources_in_scope(context, jarvis)
+    with duckdb.get_connection() as conn:
+        expected: dict[str, set[str]] = {source: set() for source in sources}
+        for source, chunk_id in conn.execute(
+                "SELECT source, chunk_id FROM chunks WHERE list_contains(?, source)",
+                [sources]).fetchall():
+            expected[source].add(chunk_id)
+    rows = []
+    with KeywordIndex(jarvis.load().keyword_path) as index:
+        for source in sources:
+            ledger = index.chunk_ids(source)
+            rows.append({"source": source, "chunks": len(expected[source]),
+                         "indexed": index.indexed_count(source),
+                         "missing": len(expected[source] - ledger),
+                         "extra": len(ledger - expected[source])})
+    wrong = [row for row in rows if row["missing"] or row["extra"]
+             or row["indexed"] != row["chunks"]]
+    return dg.AssetCheckResult(
+        passed=not wrong,
+        metadata={"sources_checked": len(rows), "sources_wrong": len(wrong),
+                  "per_source": markdown_table(rows, ["source", "chunks", "indexed", "missing",
+                                                      "extra"])})
+
+
 asset_checks = [failed_file_ratio, every_note_has_chunks, chunks_within_token_limit,
                 chunk_ids_unique, vector_store_consistency, no_dangling_edges, *cross_link_checks,
-                every_edge_has_evidence, broken_link_ratio]
+                every_edge_has_evidence, broken_link_ratio, keyword_index_matches_chunks]

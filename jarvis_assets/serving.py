@@ -10,7 +10,9 @@ from jarvis_assets.automation import follows_upstream
 from jarvis_assets.cross_links import cross_source_links
 from jarvis_assets.embeddings import VECTORS_POOL, embeddings
 from jarvis_assets.graph import knowledge_graph
+from jarvis_assets.keyword_index import keyword_index
 from jarvis_core import serving
+from jarvis_core.keyword_index import KeywordIndex
 from jarvis_resources import (
     EmbedderResource,
     GraphStoreResource,
@@ -28,18 +30,21 @@ SERVING_TABLES = {
     "graph_edges": "SELECT * FROM graph_edges",
     "graph_broken_links": "SELECT * FROM graph_broken_links",
     "chunk_mentions": "SELECT * FROM chunk_mentions",
+    "tickets": "SELECT * EXCLUDE (text) FROM tickets",
+    "unresolved_references": "SELECT * FROM unresolved_references",
+    # what the repository and ticket sensors compare with (last ingested head, export hashes)
+    "repo_state": "SELECT * FROM repo_state",
+    "ticket_files": "SELECT * FROM ticket_files",
     # the whole snapshot history (trends), and the per-note rows of each newest snapshot
     "analytics_snapshots": "SELECT * FROM analytics_snapshots",
     "analytics_notes": "SELECT n.* FROM analytics_notes n JOIN (SELECT source, "
                        "arg_max(snapshot_id, generated_at) AS snapshot_id "
                        "FROM analytics_snapshots GROUP BY source) USING (source, snapshot_id)",
-    "tickets": "SELECT * EXCLUDE (text) FROM tickets",
-    "unresolved_references": "SELECT * FROM unresolved_references",
 }
 
 
 @dg.asset(
-    deps=[embeddings, knowledge_graph, cross_source_links, vault_analytics],
+    deps=[embeddings, knowledge_graph, cross_source_links, vault_analytics, keyword_index],
     group_name="serving",
     kinds={"duckdb", "qdrant"},
     pool=VECTORS_POOL,
@@ -69,11 +74,15 @@ def serving_snapshot(
         if graph.backend == "embedded":
             with graph.open() as graph_store:
                 graph_store.publish_copy(staging / serving.GRAPH_FILE)
+        with KeywordIndex(config.keyword_path) as keyword:
+            keyword_counts = keyword.counts()
+            keyword.publish_copy(staging / serving.KEYWORD_DIR)
         version = serving.commit_version(config.data_dir, name, staging, {
             "model": model.model, "dimension": model.dimension,
             "vector_backend": vectors.backend, "collection": collection,
             "graph_backend": graph.backend,
             "chunks": chunk_count, "chunks_hash": chunks_hash, "vectors": vector_counts,
+            "keyword": keyword_counts,
         })
     except BaseException:
         serving.abandon_version(staging)

@@ -70,3 +70,21 @@ def checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluati
 def rows(config, sql: str, params=None) -> list[tuple]:
     with read_only(config.duckdb_path) as conn:
         return conn.execute(sql, params or []).fetchall()
+
+
+@pytest.fixture(scope="session")
+def published_sample(tmp_path_factory) -> JarvisConfig:
+    """The sample vault refreshed and published once per session, for tests that only query
+    it (tests that edit a vault make their own)."""
+    from jarvis_cli.refresh import run_refresh
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("JARVIS_HOME", "JARVIS_CONFIG", "DAGSTER_HOME"):
+            patch.delenv(name, raising=False)
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        root = tmp_path_factory.mktemp("published-sample")
+        shutil.copytree(SAMPLE_VAULT, root / "vault", symlinks=True)
+        config = write_config(root / "project", {"sample": root / "vault"})
+        report = run_refresh(config)
+    assert report["ok"], report
+    return config

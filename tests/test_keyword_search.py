@@ -1,0 +1,199 @@
+"""Keyword search: the Tantivy index (incremental per chunk id, filters, names, highlighted
+previews, published copies, writer lock), the keyword_index asset and its check, and
+search_vault end to end on the sample vault."""
+
+import threading
+import time
+from datetime import datetime
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from jarvis_core.keyword_index import CHUNK_COLUMNS, KeywordIndex, KeywordSearcher
+from jarvis_core.vectors import VectorFilter
+from jarvis_query.knowledge_base import KnowledgeBase, QueryError
+from tests.conftest import checks, metadata, run
+
+
+def chunk(chunk_id: str, text: str, **fields) -> dict:
+    row = {"chunk_id": chunk_id, "source_type": "note", "doc_key": f"note:v/{chunk_id}.md",
+           "path": f"Folder/{chunk_id}.md", "title": chunk_id.title(), "heading_path": [],
+           "text": text, "tags": [], "modified_at": None}
+    return row | fields
+
+
+def frame(*rows: dict) -> pl.DataFrame:
+    return pl.DataFrame(list(rows), schema={
+        "chunk_id": pl.Utf8, "source_type": pl.Utf8, "doc_key": pl.Utf8, "path": pl.Utf8,
+        "title": pl.Utf8, "heading_path": pl.List(pl.Utf8), "text": pl.Utf8,
+        "tags": pl.List(pl.Utf8), "modified_at": pl.Datetime("us")}).select(CHUNK_COLUMNS)
+
+
+CORPUS = [
+    chunk("retries", "Retried writes are made safe with an idempotency key per reading.",
+          tags=["lumen"], modified_at=datetime(2026, 3, 1)),
+    chunk("cafe", "Naïve café owners serve poached eggs in a spiced tomato sauce.",
+          tags=["food"], modified_at=datetime(2026, 1, 15)),
+    chunk("ticket", "LUM-4: duplicate readings after a retry storm", source_type="ticket",
+          doc_key="ticket:v/LUM-4", path="LUM-4", title="Duplicate readings",
+          modified_at=datetime(2026, 2, 1)),
+]
+
+
+@pytest.fixture
+def published(tmp_path):
+    """An index over CORPUS and a published copy of it."""
+    with KeywordIndex(tmp_path / "work") as index:
+        report = index.sync_source("v", frame(*CORPUS))
+        index.publish_copy(tmp_path / "copy")
+    return tmp_path, report
+
+
+def test_index_follows_the_chunks_per_chunk_id(tmp_path):
+    with KeywordIndex(tmp_path / "work") as index:
+        first = index.sync_source("v", frame(*CORPUS))
+        assert first.as_dict() == {"new": 3, "changed": 0, "deleted": 0, "unchanged": 0,
+                                   "documents": 3}
+        assert index.sync_source("v", frame(*CORPUS)).as_dict()["unchanged"] == 3
+        retitled = chunk("retries", CORPUS[0]["text"], title="Safe retries", tags=["lumen"],
+                         modified_at=datetime(2026, 3, 1))
+        again = index.sync_source("v", frame(retitled, CORPUS[2], chunk("new", "fresh text")))
+        assert again.as_dict() == {"new": 1, "changed": 1, "deleted": 1, "unchanged": 1,
+                                   "documents": 3}
+        assert index.chunk_ids("v") == {"retries", "ticket", "new"}
+        assert index.indexed_count("v") == 3
+        index.sync_source("other", frame(chunk("elsewhere", "safe retries elsewhere")))
+        assert index.counts() == {"other": 1, "v": 3}
+        index.sync_source("v", frame())
+        assert index.indexed_count("v") == 0 and index.counts() == {"other": 1}
+        index.publish_copy(tmp_path / "copy")
+    searcher = KeywordSearcher(tmp_path / "copy")
+    assert [hit.chunk_id for hit in searcher.search("safe retries")] == ["elsewhere"]
+    assert searcher.search_names("safe retries") == []
+
+
+def test_bm25_ranking_analyzer_and_highlighted_previews(published):
+    root, _ = published
+    searcher = KeywordSearcher(root / "copy")
+    # stemming and stop words: "retrying" finds "Retried"/"retry", "the" alone matches nothing
+    hits = searcher.search("the retrying", 10)
+    assert {hit.chunk_id for hit in hits} == {"retries", "ticket"}
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert searcher.search("the") == []
+    # ASCII folding: "naive cafe" matches "Naïve café"; highlights respect multi-byte text
+    [hit] = searcher.search("naive cafe", 10, snippets=True)
+    assert hit.chunk_id == "cafe" and "**Naïve** **café**" in hit.snippet
+    assert searcher.search("!!! ???") == []
+
+
+def test_filters_mean_what_the_vector_filters_mean(published):
+    root, _ = published
+    searcher = KeywordSearcher(root / "copy")
+
+    def ids(filters):
+        return {hit.chunk_id for hit in searcher.search("readings retry eggs", 10, filters)}
+
+    assert ids(None) == {"retries", "cafe", "ticket"}
+    assert ids(VectorFilter(sources=["v"])) == {"retries", "cafe", "ticket"}
+    assert ids(VectorFilter(sources=["elsewhere"])) == set()
+    assert ids(VectorFilter(source_types=["ticket"])) == {"ticket"}
+    assert ids(VectorFilter(tags_any=["food", "lumen"])) == {"retries", "cafe"}
+    assert ids(VectorFilter(tags_any=[])) == set()
+    assert ids(VectorFilter(modified_from=datetime(2026, 1, 20))) == {"retries", "ticket"}
+    assert ids(VectorFilter(modified_from=datetime(2026, 1, 20),
+                            modified_to=datetime(2026, 2, 1))) == {"ticket"}
+
+
+def test_names_match_titles_and_paths(published):
+    root, _ = published
+    searcher = KeywordSearcher(root / "copy")
+    assert searcher.search_names("duplicate")[0].doc_key == "ticket:v/LUM-4"
+    assert {hit.path for hit in searcher.search_names("folder")} == {
+        "Folder/retries.md", "Folder/cafe.md"}
+    assert searcher.search_names("duplicate", sources=["nope"]) == []
+
+
+def test_published_copy_is_immutable_and_writers_take_turns(published):
+    root, _ = published
+    searcher = KeywordSearcher(root / "copy")
+    with KeywordIndex(root / "work", busy_timeout=10) as index:
+        index.sync_source("v", frame(chunk("later", "poached eggs again")))
+    assert {hit.chunk_id for hit in searcher.search("eggs")} == {"cafe"}  # the copy stays
+
+    order = []
+    first = KeywordIndex(root / "work", busy_timeout=10)
+    second = KeywordIndex(root / "work", busy_timeout=10)
+    with first._writers():
+        waiting = threading.Thread(target=lambda: order.append(
+            second.sync_source("v", frame(*CORPUS)).new))
+        waiting.start()
+        time.sleep(0.5)
+        order.append("first released")
+    waiting.join(timeout=20)
+    assert order == ["first released", 3]
+    with KeywordIndex(root / "work", busy_timeout=0.3) as third, third._writers():
+        with pytest.raises(ValueError, match="LockBusy"):
+            second.sync_source("v", frame())
+    first.close()
+    second.close()
+
+
+# -- pipeline and query side -----------------------------------------------------------------
+
+@pytest.mark.slow
+def test_keyword_index_asset_follows_edits_and_its_check_passes(sample_config, sample_vault):
+    with dg.DagsterInstance.ephemeral() as instance:
+        first = run(sample_config, "sample", instance)
+        indexed = metadata(first, "keyword_index")
+        assert indexed["new"] == indexed["dagster/row_count"] > 100
+        assert checks(first)["keyword_index_matches_chunks"].passed
+        note = sample_vault / "Personal" / "Recipes" / "Shakshuka.md"
+        note.write_text(note.read_text() + "\n\n## Variation\n\nAdd zucchini ribbons.\n")
+        (sample_vault / "Areas" / "Health" / "Sleep.md").unlink()
+        second = run(sample_config, "sample", instance)
+        changed = metadata(second, "keyword_index")
+        assert changed["new"] >= 1 and changed["deleted"] >= 1
+        assert changed["unchanged"] >= indexed["new"] - 20
+        assert checks(second)["keyword_index_matches_chunks"].passed
+    with KeywordIndex(sample_config.keyword_path) as index, index._writers() as (writer, _):
+        writer.delete_documents_by_term("chunk_id", sorted(index.chunk_ids("sample"))[0])
+        writer.commit()  # the index loses a chunk behind the ledger's back
+    with dg.DagsterInstance.ephemeral() as instance:
+        third = run(sample_config, "sample", instance, raise_on_error=False)
+        evaluation = checks(third)["keyword_index_matches_chunks"]
+        assert not evaluation.passed
+        assert evaluation.metadata["sources_wrong"].value == 1
+
+
+@pytest.fixture(scope="module")
+def kb(published_sample):
+    knowledge_base = KnowledgeBase(published_sample)
+    yield knowledge_base
+    knowledge_base.close()
+
+
+@pytest.mark.slow
+def test_search_vault_names_and_content(kb):
+    names = kb.search_vault("alerting")
+    assert names[0]["path"] == "Projects/Lumen/Architecture/Alerting.md"
+    assert names[0]["match"] == "name" and names[0]["chunk_id"] and names[0]["snippet"]
+    assert kb.search_vault("shakshuka", vault="sample")[0]["title"] == "Shakshuka"
+
+    content = kb.search_vault("idempotency key duplicates", search_content=True, limit=5)
+    assert content[0]["path"].startswith("Projects/Lumen/")
+    assert all(hit["match"] == "content" for hit in content)
+    assert any("**" in hit["snippet"] for hit in content)
+    scores = [hit["score"] for hit in content]
+    assert scores == sorted(scores, reverse=True) and len(content) == 5
+    assert kb.search_vault("zzzzqqq", search_content=True) == []
+
+
+@pytest.mark.slow
+def test_search_vault_arguments_are_checked(kb):
+    for kwargs, message in [({"query": " "}, "query parameter is required"),
+                            ({"query": "x", "limit": 0}, "limit must be between 1 and 50"),
+                            ({"query": "x", "limit": 51}, "limit must be between 1 and 50"),
+                            ({"query": "x", "vault": "nope"}, "Unknown vault 'nope'")]:
+        with pytest.raises(QueryError, match=message):
+            kb.search_vault(**kwargs)
