@@ -77,6 +77,7 @@ def mirror(url: str, dest: Path) -> str:
     """Clone ``url`` as a mirror into ``dest`` the first time, fetch (pruning, forced, so a
     force-push is followed) afterwards. Returns what was done."""
     if dest.exists():
+        git(dest, "remote", "set-url", "origin", url)  # the configured url may have moved
         git(dest, "fetch", "--prune", "--force", "--quiet", "origin")
         return "fetched"
     dest.parent.mkdir(parents=True, exist_ok=True)
