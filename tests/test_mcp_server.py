@@ -24,7 +24,7 @@ SECRET = "TOP SECRET: do not serve"
 JARVIS = str(Path(sys.executable).with_name("jarvis"))
 
 
-async def _converse(command: list[str], calls: dict[str, tuple[str, dict]], log: Path):
+async def _converse(command: list[str], calls: dict, log: Path):
     params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(PROJECT_ROOT),
                                    env={"HF_HUB_OFFLINE": "1"})
     with log.open("w") as errlog:
@@ -32,14 +32,19 @@ async def _converse(command: list[str], calls: dict[str, tuple[str, dict]], log:
             async with ClientSession(read, write, read_timeout_seconds=300) as session:
                 await session.initialize()
                 tools = (await session.list_tools()).tools
-                results = {label: await session.call_tool(name, arguments)
-                           for label, (name, arguments) in calls.items()}
+                results = {}
+                for label, call in calls.items():
+                    if callable(call):  # something to do between two calls, e.g. a refresh
+                        results[label] = await anyio.to_thread.run_sync(call)
+                    else:
+                        results[label] = await session.call_tool(*call)
     return {tool.name: tool for tool in tools}, results
 
 
-def converse(command: list[str], calls: dict[str, tuple[str, dict]], log: Path):
-    """Start the server, list its tools, make ``calls`` (label -> (tool, arguments)) in one
-    session, and return (tools by name, results by label)."""
+def converse(command: list[str], calls: dict, log: Path):
+    """Start the server, list its tools, make ``calls`` (label -> (tool, arguments), or a
+    function to run in between) in one session, and return (tools by name, results by
+    label)."""
     return anyio.run(_converse, command, calls, log)
 
 
@@ -306,3 +311,22 @@ def test_nothing_published_yet(tmp_path, sample_vault):
     assert text(results["semantic"]).startswith("Error: nothing published under ")
     read = results["read"].structured_content
     assert read["published"] is False and read["links"] is None and read["content"]
+
+
+def test_a_refresh_is_served_without_restarting_the_server(published, tmp_path):
+    """The server keeps answering from the published version while a refresh runs, and
+    answers from the new one as soon as it is published."""
+    note = published.vaults["sample"].path / "Personal" / "Recipes" / "Shakshuka.md"
+    query = ("search-vault", {"query": "zanzibarquokka", "search_content": True})
+
+    def edit_and_refresh():
+        note.write_text(note.read_text() + "\nServe with zanzibarquokka flatbread.\n")
+        return run_refresh(published)
+
+    _, results = converse([JARVIS, "--config", str(published.config_path), "serve"],
+                          {"before": query, "refresh": edit_and_refresh, "after": query},
+                          tmp_path / "log")
+    assert results["refresh"]["ok"], results["refresh"]
+    assert results["before"].structured_content["results"] == []
+    [hit] = results["after"].structured_content["results"]
+    assert hit["path"] == "Personal/Recipes/Shakshuka.md" and "zanzibarquokka" in hit["snippet"]
