@@ -194,12 +194,13 @@ def build_server(kb: KnowledgeBase) -> JarvisMCPServer:
                                                    similarity_threshold=similarity_threshold)]},
                        render_results)
 
-    @tool("search-vault", "Keyword search (BM25): note file names, titles and paths; with "
-                          "search_content, the text too, with a preview of each match.")
+    @tool("search-vault", "Keyword search (BM25) over note names, titles and paths; with "
+                          "search_content, over the text instead, with the matched words "
+                          "in bold in each preview.")
     def search_vault(
             query: Query,
             search_content: Annotated[bool, Field(
-                description="Also match note text, not just names and paths.",
+                description="Match the text instead of names and paths.",
                 strict=True)] = False,
             limit: Limit = 10, vault: Vault = None,
     ) -> CallToolResult:
