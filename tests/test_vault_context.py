@@ -101,6 +101,9 @@ def test_two_snapshots_around_a_change_show_the_trend(project):
     assert changes["broken_links"] == 1
     assert after["figures"]["orphans"] == []
     assert "Inbox/Untitled.md" in after["figures"]["dead_ends"]
+    trend_chart = config.data_dir / "analytics" / "sample" / "trend.png"
+    assert trend_chart.read_bytes().startswith(b"\x89PNG")   # drawn from the second snapshot
+    assert "since the previous snapshot: notes +1" in context_cli(config, "sample").stdout
 
 
 def test_a_graph_published_without_its_snapshot_is_stale(project):
