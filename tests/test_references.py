@@ -138,3 +138,44 @@ def test_index_resolves_against_nodes_of_every_source():
     assert index.resolve(COMMIT, "9f3ac2e1b07d") == ((), "no_such_commit")
     assert index.resolve(PATH, "ingest/writer.py") == (("file:lumen/ingest/writer.py",),
                                                        "resolved")
+
+
+@pytest.fixture(scope="module")
+def vault_graph():
+    from jarvis_core.models import token_counter
+    from tests.test_graph_extract import Extracted
+    return Extracted(VAULT, token_counter("all-MiniLM-L6-v2"))
+
+
+def test_vault_graph_records_the_documented_references_outside_code(vault_graph):
+    references = vault_graph.graph.references
+    commits = {(ref.origin.removeprefix("note:sample/"), ref.line, ref.target)
+               for ref in references if ref.kind == COMMIT}
+    # VAULT_FEATURES.md §14: the only commits cited; the boot_id in a JSON code block is not
+    assert commits == {("Projects/Lumen/Architecture/Ingest API.md", 144, "c97437b"),
+                       ("Projects/Lumen/Architecture/Ingest API.md", 146, "5d24297")}
+    github = {(ref.origin.removeprefix("note:sample/"), ref.line) for ref in references
+              if ref.kind == GITHUB}
+    assert len(github) == 13  # §5: 13 lines outside code; the Python comment is skipped
+    assert ("Projects/Lumen/Architecture/Ingest API.md", 54) not in github
+    assert {ref.target for ref in references if ref.kind == JIRA} >= {
+        f"LUM-{n}" for n in range(1, 13)}
+    assert not [ref for ref in references if ref.kind == PATH]  # notes cite no repo paths
+    for ref in references:
+        assert ref.evidence, ref  # every reference sits in a chunk
+        assert ref.written in ref.evidence_text or len(ref.evidence_text) == 300
+        assert all(vault_graph.chunk_text[c] for c in ref.evidence)
+
+
+def test_a_changed_reference_changes_only_its_notes_fingerprint(vault_graph, tmp_path):
+    import shutil
+
+    from jarvis_core.models import token_counter
+    from tests.test_graph_extract import Extracted
+    shutil.copytree(VAULT, tmp_path / "vault")
+    note = tmp_path / "vault" / "Projects/Lumen/Architecture/Dashboard.md"
+    note.write_text(note.read_text("utf-8").replace("lumen#15", "lumen#16"), "utf-8")
+    edited = Extracted(tmp_path / "vault", token_counter("all-MiniLM-L6-v2")).graph
+    changed = {origin for origin, fingerprint in edited.fingerprints.items()
+               if vault_graph.graph.fingerprints[origin] != fingerprint}
+    assert changed == {"note:sample/Projects/Lumen/Architecture/Dashboard.md"}
