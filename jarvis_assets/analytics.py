@@ -68,30 +68,29 @@ def vault_analytics(
     figures, totals = snapshot.figures, snapshot.figures["totals"]
     context.log.info(f"{source}: analytics snapshot {snapshot.snapshot_id} {totals}")
     return dg.MaterializeResult(metadata={
-        **{name: value for name, value in totals.items()},
+        **totals,   # numbers: the UI plots them across materializations
         "dagster/row_count": totals["notes"],
         "snapshot_id": snapshot.snapshot_id,
         "content_hash": snapshot.content_hash,
         "snapshots_kept": len(trend), "snapshots_dropped": dropped,
-        "hubs": markdown_table(figures["hubs"], ["path", "degree", "links_in", "links_out",
-                                                 "pagerank"]),
-        "communities": markdown_table(
+        "top_hubs": markdown_table(figures["hubs"], ["path", "degree", "links_in",
+                                                     "links_out", "pagerank"]),
+        "community_list": markdown_table(
             [{**c, "top_notes": [p.rsplit("/", 1)[-1] for p in c["top_notes"]],
               "top_tags": [t["tag"] for t in c["top_tags"]]} for c in figures["communities"]],
             ["id", "size", "label", "top_notes", "top_tags"], limit=20),
-        "orphans": markdown_table([{"path": p} for p in figures["orphans"]], ["path"], limit=20),
-        "dead_ends": markdown_table([{"path": p} for p in figures["dead_ends"]], ["path"],
-                                    limit=20),
-        "broken_links": markdown_table(
+        "orphan_list": _paths_table(figures["orphans"]),
+        "dead_end_list": _paths_table(figures["dead_ends"]),
+        "broken_link_list": markdown_table(
             [{**b, "sources": [f"{s['path']}:{s['line']}" for s in b["sources"]]}
              for b in figures["broken_links"]], ["target", "reason", "count", "sources"],
             limit=20),
-        "stale_notes": markdown_table(figures["stale_notes"], ["path", "days_untouched",
-                                                               "links_in"]),
-        "tags": counts_table({t["tag"]: t["notes"] for t in figures["tags"][:20]}),
-        "folders": markdown_table(figures["folders"], ["folder", "notes", "words", "links_out",
-                                                       "links_in", "orphans", "broken_links",
-                                                       "mean_quality"], limit=30),
+        "stale_note_list": markdown_table(figures["stale_notes"],
+                                          ["path", "days_untouched", "links_in"]),
+        "tag_counts": counts_table({t["tag"]: t["notes"] for t in figures["tags"][:20]}),
+        "folder_figures": markdown_table(
+            figures["folders"], ["folder", "notes", "words", "links_out", "links_in", "orphans",
+                                 "broken_links", "mean_quality"], limit=30),
         "lowest_quality": markdown_table(figures["quality"]["lowest"], ["path", "quality"]),
         "quality_formula": dg.MetadataValue.md(analytics.QUALITY_FORMULA),
         "cross_source": dg.MetadataValue.json(figures["cross_source"]),
@@ -106,6 +105,10 @@ def vault_analytics(
         "compute_seconds": snapshot.compute_seconds,
         "chart_seconds": round(chart_seconds, 3),
     })
+
+
+def _paths_table(paths: list[str]) -> dg.MetadataValue:
+    return markdown_table([{"path": path} for path in paths], ["path"], limit=20)
 
 
 @dg.multi_asset_check(specs=[
