@@ -120,6 +120,7 @@ class CommitRecord:
     committed_at: datetime
     message: str
     files: list[dict] = field(default_factory=list)  # path, old_path, additions, deletions
+    warning: str | None = None    # e.g. a message git could not re-encode as UTF-8
 
     @property
     def subject(self) -> str:
@@ -153,15 +154,25 @@ def _numstat(raw: str) -> list[dict]:
 
 
 def _parse_log(raw: bytes) -> list[CommitRecord]:
+    """Git re-encodes messages to UTF-8 from their declared encoding; a message in an
+    encoding git does not know arrives as it is, and is decoded with replacement characters
+    and a warning."""
     records = []
-    for record in raw.decode("utf-8", "replace").split(_RECORD)[1:]:
+    for data in raw.split(_RECORD.encode())[1:]:
+        warning = None
+        try:
+            record = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            record = data.decode("utf-8", "replace")
+            warning = (f"not valid UTF-8 at byte {exc.start} (an encoding git does not know); "
+                       "undecodable bytes replaced with U+FFFD")
         fields = record.split(_FIELD)
         sha, parents, an, ae, ad, cn, ce, cd, message = fields[:9]
         records.append(CommitRecord(
             sha=sha, parents=parents.split(), author_name=an, author_email=ae,
             authored_at=_utc(ad), committer_name=cn, committer_email=ce,
             committed_at=_utc(cd), message=message.strip(),
-            files=_numstat(_FIELD.join(fields[9:]))))
+            files=_numstat(_FIELD.join(fields[9:])), warning=warning))
     return records
 
 
@@ -407,6 +418,7 @@ def sync_repository(repo: Path, stored: StoredRepo, *, branch: str, docs: Sequen
     sync.removed_shas = sorted(stored.shas - present)
     commits, failed = read_commits(repo, [sha for sha in history if sha not in stored.shas])
     sync.new_commits = commits
+    sync.warnings += [f"commits/{c.sha}: {c.warning}" for c in commits if c.warning]
     sync.failures += [{"path": f"commits/{sha}", "reason": reason} for sha, reason in failed]
 
     sync.files = [entry for entry in list_tree(repo, head) if not matches(entry.path, exclude)]

@@ -1,5 +1,6 @@
 """Reading git repositories through the git CLI: real repositories made in temp dirs."""
 
+import importlib.util
 import os
 import subprocess
 from pathlib import Path
@@ -18,6 +19,7 @@ from jarvis_core.git_source import (
     sync_repository,
 )
 from jarvis_core.repo_graph import extract_repo_graph
+from tests.conftest import PROJECT_ROOT
 
 DOCS = ("README*", "docs/**/*.md")
 
@@ -177,6 +179,21 @@ def test_a_missing_object_fails_the_commit_and_doc_that_need_it_only(repo):
     assert {d["path"] for d in sync.docs} == {"README.md", "docs/b.md"}
 
 
+def test_messages_in_other_encodings(repo):
+    (repo.path / "msg").write_bytes("Café au lait\n".encode("latin-1"))
+    repo.git("-c", "i18n.commitEncoding=ISO-8859-1", "commit", "-q", "--allow-empty",
+             "-F", "msg")
+    (repo.path / "msg").write_bytes(b"Bad \xff\xfe bytes\n")
+    unknown = repo.git("-c", "i18n.commitEncoding=no-such-encoding", "commit", "-q",
+                       "--allow-empty", "-F", "msg") or repo.git("rev-parse", "HEAD")
+    sync = repo.sync()
+    subjects = {c.subject for c in sync.new_commits}
+    assert "Café au lait" in subjects  # re-encoded by git from its declared encoding
+    assert "Bad \ufffd\ufffd bytes" in subjects
+    [warning] = sync.warnings
+    assert warning.startswith(f"commits/{unknown}: not valid UTF-8 at byte")
+
+
 def test_a_url_is_mirrored_then_fetched_following_force_pushes(repo, tmp_path):
     clone = tmp_path / "data" / "repos" / "lumen"
     assert mirror(str(repo.path), clone) == "cloned"
@@ -283,3 +300,24 @@ def test_repo_graph_folds_authors_and_links_commits_files_and_components(repo):
     assert {("jira", "LUM-1"), ("jira", "LUM-4")} <= cited
     assert set(graph.fingerprints) == {f"commit:lumen/{c.sha}" for c in sync.new_commits} | {
         "repo_doc:lumen/README.md", "repo_doc:lumen/.jarvis/components.yaml"}
+
+
+def test_the_sample_bundle_is_what_the_script_builds(tmp_path):
+    """Fixed identities and dates: the script rebuilds the shipped bundle's exact history,
+    whose commits the vault cites by hash."""
+    script = PROJECT_ROOT / "scripts" / "make_sample_repo.py"
+    spec = importlib.util.spec_from_file_location("make_sample_repo", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "lumen").mkdir()
+    built = module.build(tmp_path / "lumen")
+    bundle = PROJECT_ROOT / "sample_data" / "repos" / "lumen.bundle"
+    heads = subprocess.run(["git", "bundle", "list-heads", str(bundle)], check=True,
+                           capture_output=True, text=True).stdout
+    head = subprocess.run(["git", "-C", str(tmp_path / "lumen"), "rev-parse", "HEAD"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    assert f"{head} refs/heads/main" in heads
+    assert len(built) == 14 and {"c97437b", "5d24297"} <= {short for short, _ in built}
+    cited = (PROJECT_ROOT / "sample_data" / "vault" / "Projects" / "Lumen" / "Architecture"
+             / "Ingest API.md").read_text()
+    assert "c97437b" in cited and "5d24297" in cited
