@@ -35,11 +35,7 @@ def raw_notes(
         return skipped
     vault = config.vaults.get(source)
     started = time.perf_counter()
-    if vault is None:
-        context.log.warning(f"source {source!r} is no longer configured: removing its notes")
-        scan = VaultScan(files=[], problems=[])
-    else:
-        scan = scan_vault(vault.path, vault.exclude)
+    scan = scan_vault(vault.path, vault.exclude) if vault else VaultScan(files=[], problems=[])
     scanned = time.perf_counter()
 
     with duckdb.get_connection() as conn:
@@ -50,6 +46,8 @@ def raw_notes(
         failures_before = store.read_frame(
             conn, "SELECT path, size_bytes, mtime_ns, reason FROM ingest_failures "
                   "WHERE source = ?", [source])
+    if vault is None and existing.height:
+        context.log.warning(f"source {source!r} is no longer configured: removing its notes")
 
     plan = plan_ingest(source, scan, existing, failures_before, config.ingest.max_note_bytes)
     parsed = time.perf_counter()

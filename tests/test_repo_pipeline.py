@@ -85,6 +85,14 @@ def history(tmp_path_factory):
     report = run_refresh(config)
     runs["force_pushed"] = {"report": report, "state": snapshot(config),
                             "search": search(config, "Frost alert rule")}
+    removed = write_config(root / "project", {})  # the repository leaves the configuration
+    report = run_refresh(removed)
+    runs["removed"] = {"report": report, "state": snapshot(removed),
+                       "raw_rows": rows(removed, "SELECT (SELECT count(*) FROM commits), "
+                                                 "(SELECT count(*) FROM commit_files), "
+                                                 "(SELECT count(*) FROM repo_files), "
+                                                 "(SELECT count(*) FROM repo_docs), "
+                                                 "(SELECT count(*) FROM repo_state)")}
     return {"config": config, "first": first, "new_shas": added, "replacement": replacement,
             **runs}
 
@@ -147,6 +155,16 @@ def test_a_force_push_removes_the_rewritten_commit_everywhere(history):
     [best, *_] = run["search"]
     assert best.path == f"commits/{kept}"
 
+
+def test_a_repository_dropped_from_the_configuration_is_purged(history):
+    run = history["removed"]
+    assert run["report"]["ok"], run["report"]
+    assert [s["source"] for s in run["report"]["sources"]] == ["lumen"]
+    assert run["raw_rows"] == [(0, 0, 0, 0, 0)]
+    state = run["state"]
+    assert state["commits"] == {} and state["chunk_ids"] == set() == state["vector_ids"]
+    assert state["edges"] == set() and state["store_documents"] == set()
+    assert not [key for key in state["nodes"] if key.startswith(("commit:", "file:lumen"))]
 
 def test_a_folder_that_is_no_repository_fails_only_that_source(tmp_path):
     plain = tmp_path / "not-a-repo"
