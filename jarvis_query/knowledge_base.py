@@ -133,16 +133,38 @@ class KnowledgeBase:
             raise QueryError(f"'{note}' names several notes: {places}; give the path")
         return rows[0]
 
+    def find_document(self, snapshot: Snapshot, name: str) -> tuple[str, str, str]:
+        """(node key, source, path) of a note (as ``find_note``), else of a ticket by key
+        ('LUM-4', 'lumen#7') or a commit by a hash prefix of at least 7 digits."""
+        try:
+            return self.find_note(snapshot, name)
+        except QueryError as missing:
+            wanted = name.strip()
+            rows = snapshot.cursor().execute(
+                "SELECT node_key, source, coalesce(json_extract_string(properties, '$.path'), "
+                "'commits/' || json_extract_string(properties, '$.sha')) FROM graph_nodes "
+                "WHERE (type = 'ticket' AND lower(node_key) = lower('ticket:' || $1)) "
+                "OR (type = 'commit' AND length($1) >= 7 "
+                "AND starts_with(json_extract_string(properties, '$.sha'), lower($1))) "
+                "ORDER BY node_key", [wanted]).fetchall()
+            if len(rows) > 1:
+                raise QueryError(f"'{name}' names several commits or tickets: "
+                                 + ", ".join(key for key, _, _ in rows)) from None
+            if not rows:
+                raise missing
+            return rows[0]
+
     def search_graph(self, query_note_path: str, depth: int = 1) -> dict:
-        """The note's neighbourhood: connected notes with tags, relationships by type, counts.
-        When the graph cannot be searched, says why and falls back to semantic search."""
+        """The neighbourhood of a note (or of a ticket by key, a commit by hash): connected
+        notes with tags, relationships by type, counts. When the graph cannot be searched,
+        says why and falls back to semantic search."""
         if not query_note_path or not query_note_path.strip():
             raise QueryError("query_note_path parameter is required")
         if isinstance(depth, bool) or not isinstance(depth, int) \
                 or not MIN_DEPTH <= depth <= MAX_DEPTH:
             raise QueryError(f"depth must be between {MIN_DEPTH} and {MAX_DEPTH}")
         snapshot = self.snapshots.current()
-        key, vault, path = self.find_note(snapshot, query_note_path)
+        key, vault, path = self.find_document(snapshot, query_note_path)
         try:
             result = graph_search(snapshot.graph(), key, depth)
         except (GraphUnavailable, OSError, DriverError, Neo4jError) as exc:

@@ -13,7 +13,6 @@ import yaml
 
 from jarvis_cli.refresh import run_refresh
 from jarvis_core.config import load_config
-from jarvis_core.graph_store import graph_search
 from jarvis_core.vectors import VectorFilter
 from jarvis_query.knowledge_base import KnowledgeBase
 from tests.conftest import rows
@@ -158,9 +157,13 @@ def test_search_for_a_ticket_subject_finds_the_ticket_and_its_mentions(project):
         results = knowledge.search_semantic(
             "Idempotent ingest: dedupe readings on station, observed time and sequence", limit=5)
         assert (results[0].source_type, results[0].path) == ("ticket", "tickets/LUM-4")
-        neighbourhood = graph_search(knowledge.snapshots.current().graph(), "ticket:LUM-4", 1)
+        neighbourhood = knowledge.search_graph("LUM-4")  # graph search centred on a ticket
+        github = knowledge.search_graph("lumen#7")
     finally:
         knowledge.close()
+    assert (neighbourhood["vault"], neighbourhood["path"]) == ("jira", "tickets/LUM-4")
+    assert neighbourhood["center"]["title"].startswith("LUM-4: Idempotent ingest")
+    assert "note:notes/Clock.md" in {note["key"] for note in github["notes"]}
     assert "note:notes/Dedupe.md" in {note["key"] for note in neighbourhood["notes"]}
     mentions = neighbourhood["relationships"]["MENTIONS"]
     assert {"src": "note:notes/Dedupe.md", "dst": "ticket:LUM-4"}.items() <= next(
