@@ -190,10 +190,6 @@ def knowledge_graph(
                   "extractor": e.extractor, "evidence": list(e.evidence),
                   "evidence_text": e.evidence_text, "weight": e.weight} for e in edges]
     with duckdb.get_connection() as conn:
-        if removed:  # as in the graph store: a removed document takes every edge touching it
-            conn.execute("DELETE FROM graph_edges WHERE extractor = $1 AND "
-                         "(list_contains($2, src) OR list_contains($2, dst))",
-                         [CROSS_EXTRACTOR, sorted(removed)])
         for table, rows in (
             ("graph_edges", edge_rows),
             ("graph_references",
@@ -209,6 +205,11 @@ def knowledge_graph(
                                rows=store.frame(table, rows), key_column="origin")
         store.replace_rows(conn, "graph_nodes", source=source, remove_paths=None,
                            rows=store.frame("graph_nodes", node_rows))
+        # as in the graph store, a node that is gone (a removed ticket, commit or file) takes
+        # the cross-source edges touching it; cross_source_links resolves them again
+        conn.execute("DELETE FROM graph_edges WHERE extractor = ? AND NOT ("
+                     "src IN (SELECT node_key FROM graph_nodes) "
+                     "AND dst IN (SELECT node_key FROM graph_nodes))", [CROSS_EXTRACTOR])
         edge_total, broken_total = conn.execute(
             "SELECT (SELECT count(*) FROM graph_edges WHERE source = $1), "
             "(SELECT count(*) FROM graph_broken_links WHERE source = $1)", [source]).fetchone()
