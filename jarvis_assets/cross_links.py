@@ -13,6 +13,7 @@ from jarvis_assets.graph import GRAPH_POOL, knowledge_graph
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_core import store
 from jarvis_core.graph_model import EXPLICIT, Edge, Node
+from jarvis_core.people import Identity, PersonDirectory
 from jarvis_core.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX, ReferenceIndex
 from jarvis_resources import GraphStoreResource
 
@@ -47,6 +48,40 @@ def resolve_references(references: list[dict], nodes: list[dict]
                           CROSS_ORIGIN_PREFIX + origin, source, evidence,
                           shown["evidence_text"] or shown["written"]))
     return edges, unresolved
+
+
+def same_person_edges(persons: list[dict]) -> list[Edge]:
+    """SAME_AS edges between person nodes that different sources keyed differently but
+    ``jarvis_core.people`` folds into one person (a GitHub login 'maya-chen' spelling the
+    full name of 'Maya Chen <maya.chen@...>'), from each node to the group's canonical key."""
+    directory = PersonDirectory()
+    identities: dict[str, list[Identity]] = defaultdict(list)
+    for row in persons:
+        properties = json.loads(row["properties"] or "{}")
+        names = properties.get("names") or [row["title"]]
+        aliases = tuple(properties.get("aliases") or ())
+        for name in names:
+            for email in properties.get("emails") or [None]:
+                identity = Identity(name=name, email=email, aliases=aliases)
+                identities[row["node_key"]].append(identity)
+                directory.add(identity)
+    groups: dict[str, dict[str, str]] = defaultdict(dict)  # canonical key -> node -> source
+    for row in persons:
+        found = [directory.person(i) for i in identities[row["node_key"]]]
+        if found and found[0] is not None:
+            groups[found[0].key].setdefault(row["node_key"], row["source"])
+    titles = {row["node_key"]: row["title"] for row in persons}
+    edges = []
+    for canonical, members in sorted(groups.items()):
+        if len(members) < 2:
+            continue
+        target = canonical if canonical in members else min(members)
+        for key, source in sorted(members.items()):
+            if key != target:
+                edges.append(Edge(key, target, "SAME_AS", EXPLICIT, CROSS_EXTRACTOR,
+                                  CROSS_ORIGIN_PREFIX + key, source, (),
+                                  f"{titles[key]} is {titles[target]} ({canonical})"))
+    return edges
 
 
 def _edge_row(edge: Edge) -> dict:
@@ -85,7 +120,8 @@ def cross_source_links(context: dg.AssetExecutionContext, duckdb: DuckDBResource
                        graph: GraphStoreResource) -> dg.MaterializeResult:
     """Edges from notes, commits and tickets to the tickets, commits and files they cite in
     other sources (commit -FIXES-> ticket, note -MENTIONS-> commit, ticket -MENTIONS-> file,
-    ticket -BLOCKS-> ticket of another set...), each with the citing chunks as evidence.
+    ticket -BLOCKS-> ticket of another set...), each with the citing chunks as evidence, and
+    SAME_AS between person nodes that sources keyed apart but that are one person.
 
     Every source's graph run records its references in ``graph_references``; this asset
     resolves all of them against the nodes of every source, rewrites the cross-source edges
@@ -99,7 +135,10 @@ def cross_source_links(context: dg.AssetExecutionContext, duckdb: DuckDBResource
         nodes = store.read_frame(
             conn, "SELECT DISTINCT ON (node_key) node_key, type, title, node_source, properties "
                   "FROM graph_nodes WHERE type IN ('ticket', 'commit', 'file', 'note', "
-                  "'repo_doc')").to_dicts()
+                  "'repo_doc', 'person') ORDER BY node_key, source").to_dicts()
+        persons = store.read_frame(  # every source's copy: each knows other spellings
+            conn, "SELECT node_key, title, properties, source FROM graph_nodes "
+                  "WHERE type = 'person' ORDER BY source, node_key").to_dicts()
         existing: dict[str, set[str]] = defaultdict(set)
         for origin, edge_key in conn.execute(
                 "SELECT origin, edge_key FROM graph_edges WHERE extractor = ?",
@@ -107,6 +146,7 @@ def cross_source_links(context: dg.AssetExecutionContext, duckdb: DuckDBResource
             existing[origin].add(edge_key)
 
     edges, unresolved = resolve_references(references, nodes)
+    edges += same_person_edges(persons)
     by_origin: dict[str, list[Edge]] = defaultdict(list)
     for edge in edges:
         by_origin[edge.origin].append(edge)

@@ -121,6 +121,9 @@ def test_ticket_graph_has_typed_links_people_and_labels(project):
     # a GitHub issue cites a Jira ticket: a cross-source ticket -> ticket edge
     assert rows(config, "SELECT evidence_text FROM graph_edges WHERE src = 'ticket:lumen#7' "
                         "AND dst = 'ticket:LUM-12'")[0][0].endswith("(LUM-12).")
+    # the GitHub login spelling Maya's full name is the Jira assignee (two sources, one person)
+    assert rows(config, "SELECT src, dst, source FROM graph_edges WHERE relation = 'SAME_AS'") \
+        == [("person:maya-chen", "person:maya.chen@lumen.example", "gh")]
     # "Fixes #15" in the pull request, within its own set
     assert ("ticket:lumen#16", "FIXES", "ticket:lumen#15") in set(rows(
         config, "SELECT src, relation, dst FROM graph_edges WHERE source = 'gh'"))
