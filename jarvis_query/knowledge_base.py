@@ -83,6 +83,11 @@ class KnowledgeBase:
         if vault is not None and vault not in self.config.vaults:
             raise QueryError(f"Unknown vault '{vault}'")
 
+    def check_source(self, source: str | None) -> None:
+        """Searches filter by any configured source: a vault, a repository or a ticket set."""
+        if source is not None and source not in self.config.source_names:
+            raise QueryError(f"Unknown vault '{source}'")
+
     def get_vault_context(self, vault: str) -> dict:
         """The vault's newest analytics snapshot with ``generated_at``, ``content_hash``,
         ``is_stale`` (against the published graph) and ``cache_hit``; see jarvis_query.context.
@@ -96,14 +101,15 @@ class KnowledgeBase:
 
     def search_semantic(self, query: str, limit: int = 10, vault: str | None = None,
                         similarity_threshold: float | None = None) -> list[SearchResult]:
-        """Chunks nearest in meaning to ``query``, best first."""
+        """Chunks nearest in meaning to ``query``, best first; ``vault`` may name any
+        configured source."""
         if not query or not query.strip():
             raise QueryError("query parameter is required")
         if not 1 <= limit <= MAX_LIMIT:
             raise QueryError(f"limit must be between 1 and {MAX_LIMIT}")
         if similarity_threshold is not None and not -1 <= similarity_threshold <= 1:
             raise QueryError("similarity_threshold must be between -1 and 1")
-        self.check_vault(vault)
+        self.check_source(vault)
         snapshot = self.snapshots.current()
         vector = self.embed_query(snapshot.model, query)
         hits = snapshot.vectors.search(

@@ -47,10 +47,10 @@ def snapshot(config) -> dict:
     }
 
 
-def search(config, query: str) -> list:
+def search(config, query: str, source: str | None = None) -> list:
     kb = KnowledgeBase(config)
     try:
-        return kb.search_semantic(query, limit=3)
+        return kb.search_semantic(query, limit=3, vault=source)
     finally:
         kb.close()
 
@@ -72,7 +72,8 @@ def history(tmp_path_factory):
     runs = {}
     report = run_refresh(config)
     runs["initial"] = {"report": report, "state": snapshot(config), "status": store_status(config),
-                       "search": search(config, "Dedupe key for idempotent ingest")}
+                       "search": search(config, "Dedupe key for idempotent ingest"),
+                       "in_repo": search(config, "weather", source="lumen")}
     added = [repo.commit("Downsample query results to the chart width",
                          {"src/query.py": "def downsample(points, width): ...\n"}, who=OMAR),
              repo.commit("Frost alert rule", {"src/rules.py": "GUST = 20.0\nFROST = 0.5\n"},
@@ -123,6 +124,8 @@ def test_a_search_for_a_commit_subject_finds_the_commit(history):
     [best, *_] = history["initial"]["search"]
     assert best.path == f"commits/{history['first'][1]}"
     assert best.source_type == "commit" and best.title.startswith("[LUM-4] Dedupe key")
+    in_repo = history["initial"]["in_repo"]
+    assert in_repo and {r.vault for r in in_repo} == {"lumen"}  # a repository is a filter too
 
 
 def test_new_commits_are_the_only_work_of_the_next_refresh(history):
