@@ -1,8 +1,9 @@
 """Retrieval quality on a BEIR-layout dataset, measured through Jarvis's own code paths.
 
-Each corpus document (title + text) goes through the chunker, the embedder and the vector
-store exactly as a note does; a query's ranking is its chunk hits folded to documents by
-their best chunk. Scores come from trec_eval (pytrec-eval-terrier), as in BEIR.
+Each corpus document (title + text) goes through the chunker and then the vector store
+(dense), the keyword index (bm25) or both fused as the query side fuses them (hybrid),
+exactly as a note does; a query's ranking is its chunk hits folded to documents by their
+best chunk. Scores come from trec_eval (pytrec-eval-terrier), as in BEIR.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +20,11 @@ import polars as pl
 from jarvis_core import store
 from jarvis_core.chunking import chunk_document
 from jarvis_core.config import JarvisConfig
+from jarvis_core.keyword_index import KeywordIndex, KeywordSearcher
 from jarvis_core.models import token_counter
 from jarvis_core.vector_sync import sync_source
 from jarvis_core.vectors import EdgeVectorStore, collection_name
+from jarvis_query.hybrid import fuse
 
 EVAL_SOURCE = "beir"
 CANDIDATE_CHUNKS = 100
@@ -77,23 +81,63 @@ def chunk_corpus(dataset: BeirDataset, config: JarvisConfig) -> pl.DataFrame:
         "context", "text")}, "tags": pl.List(pl.Utf8), "modified_at": pl.Datetime("us")})
 
 
-def dense_rankings(dataset: BeirDataset, config: JarvisConfig, embedder,
-                   index_dir: Path) -> dict[str, dict[str, float]]:
-    """Index the corpus (reusing vectors already in ``index_dir``) and rank every query."""
-    chunks = chunk_corpus(dataset, config)
+MODES = ("dense", "bm25", "hybrid")
+
+
+def dense_hits(dataset: BeirDataset, chunks: pl.DataFrame, embedder,
+               index_dir: Path) -> dict[str, list[tuple[str, float]]]:
+    """Index the chunks (reusing vectors already in ``index_dir``); each query's best chunks."""
     collection = collection_name(embedder.model, embedder.dimension)
     with EdgeVectorStore(index_dir, collection, embedder.dimension, embedder.model) as vectors:
         sync_source(EVAL_SOURCE, chunks, vectors, embedder)
         query_ids = list(dataset.queries)
         query_vectors = embedder.embed([dataset.queries[q] for q in query_ids])
-        rankings = {}
-        for query_id, vector in zip(query_ids, query_vectors, strict=True):
-            best: dict[str, float] = {}
-            for hit in vectors.search(vector, limit=CANDIDATE_CHUNKS):
-                doc_id = hit.payload["path"]
-                best[doc_id] = max(best.get(doc_id, -1.0), hit.score)
-            rankings[query_id] = best
-    return rankings
+        return {query_id: [(hit.chunk_id, hit.score)
+                           for hit in vectors.search(vector, limit=CANDIDATE_CHUNKS)]
+                for query_id, vector in zip(query_ids, query_vectors, strict=True)}
+
+
+def keyword_hits(dataset: BeirDataset, chunks: pl.DataFrame,
+                 index_dir: Path) -> dict[str, list[tuple[str, float]]]:
+    """Index the chunks in a keyword index (incrementally) and publish a copy the way the
+    serving layer does; each query's best chunks from that copy."""
+    with KeywordIndex(index_dir) as index:
+        index.sync_source(EVAL_SOURCE, chunks)
+        with tempfile.TemporaryDirectory(prefix="jarvis-eval-") as tmp:
+            index.publish_copy(Path(tmp) / "keyword")
+            searcher = KeywordSearcher(Path(tmp) / "keyword")
+            return {query_id: [(hit.chunk_id, hit.score)
+                               for hit in searcher.search(text, CANDIDATE_CHUNKS)]
+                    for query_id, text in dataset.queries.items()}
+
+
+def rankings(dataset: BeirDataset, config: JarvisConfig, mode: str, embedder,
+             index_dir: Path) -> dict[str, dict[str, float]]:
+    """doc id -> score per query for ``mode`` (dense, bm25 or hybrid with RRF); the dense
+    index lives in ``index_dir``, the keyword index beside it."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}: expected one of {', '.join(MODES)}")
+    chunks = chunk_corpus(dataset, config)
+    document_of = dict(zip(chunks["chunk_id"], chunks["path"], strict=True))
+    keyword_dir = index_dir.with_name(f"{index_dir.name}.keyword")
+    if mode == "dense":
+        hits = dense_hits(dataset, chunks, embedder, index_dir)
+    elif mode == "bm25":
+        hits = keyword_hits(dataset, chunks, keyword_dir)
+    else:
+        dense = dense_hits(dataset, chunks, embedder, index_dir)
+        keyword = keyword_hits(dataset, chunks, keyword_dir)
+        hits = {q: fuse(keyword[q], dense[q]) for q in dataset.queries}
+    return {query_id: _documents(found, document_of) for query_id, found in hits.items()}
+
+
+def _documents(hits: list[tuple[str, float]], document_of: dict[str, str]) -> dict[str, float]:
+    """A query's chunk hits folded to documents, each scored by its best chunk."""
+    best: dict[str, float] = {}
+    for chunk_id, hit_score in hits:
+        doc_id = document_of[chunk_id]
+        best[doc_id] = max(best.get(doc_id, hit_score), hit_score)
+    return best
 
 
 def score(dataset: BeirDataset, rankings: dict[str, dict[str, float]]) -> dict[str, float]:

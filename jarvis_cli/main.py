@@ -275,9 +275,114 @@ def context(obj: _Context, vault: str, as_json: bool) -> None:
     _emit(data, as_json, lambda d: click.echo(format_vault_context(d)))
 
 
+def _render_hits(data: dict) -> None:
+    """Ranked chunk or document hits: score, place, heading, snippet."""
+    if not data["results"]:
+        click.echo("no results")
+    for rank, hit in enumerate(data["results"], 1):
+        heading = f" › {hit['heading']}" if hit["heading"] else ""
+        legs = ""
+        if "keyword_rank" in hit:
+            legs = "  (keyword #{}, semantic #{})".format(hit["keyword_rank"] or "–",
+                                                          hit["semantic_rank"] or "–")
+        click.echo(f"{rank:>2}. {hit['score']:.4f}  {hit['vault']}/{hit['path']}{heading}{legs}")
+        if hit["snippet"]:
+            click.echo(f"    {hit['snippet']}")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--content", "search_content", is_flag=True,
+              help="Match chunk text (with a highlighted preview), not note names and paths.")
+@click.option("--vault", default=None, help="Search only this vault (or source).")
+@click.option("--limit", default=10, show_default=True, help="Number of results (1-50).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def keyword(obj: _Context, query: str, search_content: bool, vault: str | None, limit: int,
+            as_json: bool) -> None:
+    """Keyword search (BM25): notes whose name or path matches QUERY, or with --content the
+    chunks whose text does."""
+    try:
+        results = _knowledge_base(obj).search_vault(query, search_content=search_content,
+                                                    limit=limit, vault=vault)
+    except _query_errors() as exc:
+        raise click.ClickException(str(exc)) from exc
+    _emit({"query": query, "results": results}, as_json, _render_hits)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--vault", default=None, help="Search only this vault (or source).")
+@click.option("--limit", default=10, show_default=True, help="Number of results (1-50).")
+@click.option("--alpha", type=float, default=None,
+              help="Weighted fusion instead of RRF: 0 = keyword only, 1 = vector only.")
+@click.option("--type", "source_types", multiple=True,
+              help="Only this source type, e.g. note, commit, ticket (repeatable).")
+@click.option("--tag", "tags", multiple=True, help="Only chunks with this tag (repeatable: any).")
+@click.option("--after", "modified_after", default=None,
+              help="Modified on or after this ISO date or date-time.")
+@click.option("--before", "modified_before", default=None,
+              help="Modified on or before this ISO date (the whole day) or date-time.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def hybrid(obj: _Context, query: str, vault: str | None, limit: int, alpha: float | None,
+           source_types: tuple[str, ...], tags: tuple[str, ...], modified_after: str | None,
+           modified_before: str | None, as_json: bool) -> None:
+    """Hybrid search: keyword (BM25) and semantic results for QUERY, fused."""
+    try:
+        results = _knowledge_base(obj).search_hybrid(
+            query, limit=limit, vault=vault, alpha=alpha, source_types=list(source_types) or None,
+            tags=list(tags) or None, modified_after=modified_after,
+            modified_before=modified_before)
+    except _query_errors() as exc:
+        raise click.ClickException(str(exc)) from exc
+    _emit({"query": query, "results": results}, as_json, _render_hits)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--vault", default=None, help="Search only this vault (or source).")
+@click.option("--limit", default=10, show_default=True, help="Number of sources (1-50).")
+@click.option("--depth", default=1, show_default=True, help="Graph hops around each hit (1-3).")
+@click.option("--max-tokens", default=6500, show_default=True,
+              help="Token budget of the context block.")
+@click.option("--context", "context_only", is_flag=True,
+              help="Print only the context block (for pasting into an assistant).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def graphrag(obj: _Context, query: str, vault: str | None, limit: int, depth: int,
+             max_tokens: int, context_only: bool, as_json: bool) -> None:
+    """GraphRAG evidence pack: hits for QUERY reranked through the knowledge graph, the
+    subgraph linking them and a context block within the token budget."""
+    try:
+        pack = _knowledge_base(obj).search_graphrag(query, limit=limit, vault=vault, depth=depth,
+                                                    max_tokens=max_tokens)
+    except _query_errors() as exc:
+        raise click.ClickException(str(exc)) from exc
+
+    def render(data: dict) -> None:
+        if context_only:
+            click.echo(data["context"])
+            return
+        if data["graph_message"]:
+            click.echo(data["graph_message"])
+        rows = [{"#": s["rank"], "score": s["score"], **s["components"],
+                 "via": s["found_by"], "links": len(s["evidence"]),
+                 "source": f"{s['vault']}/{s['path']}"} for s in data["sources"]]
+        click.echo(_table(rows, ["#", "score", "semantic", "graph", "centrality", "recency",
+                                 "via", "links", "source"]))
+        subgraph = data["subgraph"]
+        click.echo(f"\nsubgraph: {len(subgraph['nodes'])} nodes, {len(subgraph['edges'])} edges; "
+                   f"context: {data['tokens']} of {data['max_tokens']} tokens"
+                   + (" (cut to fit)" if data["truncated"] else ""))
+
+    _emit(pack, as_json and not context_only, render)
+
+
 @cli.command(name="eval")
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False))
-@click.option("--mode", type=click.Choice(["dense"]), default="dense", show_default=True)
+@click.option("--mode", type=click.Choice(["dense", "bm25", "hybrid"]), default="dense",
+              show_default=True, help="Vectors, the keyword index, or both fused (RRF).")
 @click.option("--split", default="test", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
@@ -285,7 +390,7 @@ def evaluate(obj: _Context, dataset: str, mode: str, split: str, as_json: bool) 
     """Retrieval quality (nDCG@10, recall@10) on a BEIR-layout DATASET directory."""
     import time
 
-    from jarvis_bench.evaluation import dense_rankings, load_beir, score
+    from jarvis_bench.evaluation import load_beir, rankings, score
     from jarvis_core.embedder import Embedder
 
     config = obj.config()
@@ -295,13 +400,14 @@ def evaluate(obj: _Context, dataset: str, mode: str, split: str, as_json: bool) 
         raise click.ClickException(f"{dataset}: {exc}") from exc
     started = time.perf_counter()
     settings = config.embedding
-    embedder = Embedder(settings.model, device=settings.device, batch_size=settings.batch_size,
-                        backend=settings.backend, cache_dir=config.cache_dir)
+    embedder = None if mode == "bm25" else Embedder(
+        settings.model, device=settings.device, batch_size=settings.batch_size,
+        backend=settings.backend, cache_dir=config.cache_dir)
     index_dir = config.data_dir / "eval" / data.name
-    rankings = dense_rankings(data, config, embedder, index_dir)
-    result = {"dataset": data.name, "mode": mode, "model": embedder.model,
-              "backend": embedder.backend, "queries": len(data.queries),
-              "documents": len(data.corpus), **score(data, rankings),
+    ranked = rankings(data, config, mode, embedder, index_dir)
+    result = {"dataset": data.name, "mode": mode, "model": embedder and embedder.model,
+              "backend": embedder and embedder.backend, "queries": len(data.queries),
+              "documents": len(data.corpus), **score(data, ranked),
               "seconds": round(time.perf_counter() - started, 1)}
     _emit(result, as_json, lambda d: click.echo(
         f"{d['dataset']} ({d['mode']}, {d['queries']} queries): "
@@ -356,6 +462,30 @@ def bench_search(obj: _Context, sizes: str, as_json: bool) -> None:
         rows = [{"chunks": size, **figures} for size, figures in data["sizes"].items()]
         click.echo(_table(rows, ["chunks", "p50_ms", "p95_ms", "index_build_seconds",
                                  "snapshot_open_seconds"]))
+
+    _emit(result, as_json, render)
+
+
+@bench.command(name="query")
+@click.option("--chunks", "n_chunks", default=100_000, show_default=True,
+              help="Corpus size (chunks, five per note).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def bench_query(obj: _Context, n_chunks: int, as_json: bool) -> None:
+    """Latency (p50/p95) of keyword, semantic, hybrid, graph and GraphRAG queries on a
+    generated published version of the embedded stores."""
+    from jarvis_bench.query import run_query_benchmark
+
+    if n_chunks < 1_000:
+        raise click.ClickException(f"--chunks: at least 1000, got {n_chunks}")
+    config = obj.config()
+    result = run_query_benchmark(config.embedding.model, n_chunks, cache_dir=config.cache_dir)
+
+    def render(data: dict) -> None:
+        click.echo(f"{data['chunks']} chunks, {data['notes']} notes, "
+                   f"{data['graph_edges']} graph edges, {data['queries']} queries")
+        rows = [{"tool": tool, **figures} for tool, figures in data["tools"].items()]
+        click.echo(_table(rows, ["tool", "p50_ms", "p95_ms", "goal_p50_ms"]))
 
     _emit(result, as_json, render)
 
