@@ -170,6 +170,12 @@ def raw_repository(
             "(SELECT count(*) FROM repo_files WHERE source = $1), "
             "(SELECT count(*) FROM repo_docs WHERE source = $1), "
             "(SELECT count(*) FROM ingest_failures WHERE source = $1)", [source]).fetchone()
+        languages = conn.execute(
+            "SELECT coalesce(language, '(unknown)'), count(*) FROM repo_files WHERE source = ? "
+            "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 15", [source]).fetchall()
+        authors = conn.execute(
+            "SELECT lower(author_email), count(*) FROM commits WHERE source = ? "
+            "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 15", [source]).fetchall()
 
     counts = {"new": len(sync.new_commits), "changed": len(sync.docs),
               "unchanged": commits - len(sync.new_commits),
@@ -191,6 +197,8 @@ def raw_repository(
         "read_seconds": round(read - started, 3),
         "write_seconds": round(time.perf_counter() - read, 3),
         "summary": counts_table(counts),
+        "files_by_language": counts_table(dict(languages)),
+        "commits_by_author": counts_table(dict(authors)),
         "failures": markdown_table(sync.failures, ["path", "reason"], limit=50),
         "preview": markdown_table(
             [{"sha": c.sha[:10], "author": c.author_name, "date": c.authored_at.isoformat(),
