@@ -1,10 +1,12 @@
 """Ticket sets end to end: both export formats through every layer, cross-source links that
 appear whatever order sources refresh in, incremental edits and deletions, bad files, and
 the issue's "done when": a search for a ticket's subject finds the ticket, and the graph
-leads from it to the notes that mention it."""
+leads from it to the commits citing it (a small real repository) and the notes mentioning it."""
 
 import json
+import os
 import shutil
+import subprocess
 from datetime import datetime
 from pathlib import Path
 
@@ -29,6 +31,33 @@ NOTES = {
 }
 
 
+def make_repo(path: Path) -> dict[str, str]:
+    """A small real repository (git CLI) whose messages cite the tickets; subject -> sha."""
+    path.mkdir()
+    env = {"GIT_AUTHOR_NAME": "Maya Chen", "GIT_AUTHOR_EMAIL": "maya.chen@lumen.example",
+           "GIT_COMMITTER_NAME": "Maya Chen", "GIT_COMMITTER_EMAIL": "maya.chen@lumen.example",
+           "GIT_AUTHOR_DATE": "2026-11-01T10:00:00Z", "GIT_COMMITTER_DATE": "2026-11-01T10:00:00Z",
+           "HOME": str(path), "PATH": os.environ["PATH"]}
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=path, env=env, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    shas = {}
+    for subject, body, file in (
+            ("LUM-1: ingest API skeleton", "", "src/lumen/ingest/api.py"),
+            ("[LUM-4] Dedupe key (station_id, observed_at, seq)", "Idempotent ingest.",
+             "src/lumen/ingest/dedupe.py"),
+            ("Clamp future timestamps", "Fixes #7", "src/lumen/ingest/clock.py")):
+        (path / file).parent.mkdir(parents=True, exist_ok=True)
+        (path / file).write_text(f"# {subject}\n", encoding="utf-8")
+        git("add", file)
+        git("commit", "-q", "-m", subject, *(["-m", body] if body else []))
+        shas[subject] = git("rev-parse", "HEAD")
+    return shas
+
+
 def layer(report: dict, source: str, asset: str) -> dict:
     [entry] = [s for s in report["sources"] if s["source"] == source]
     return entry["layers"][asset]
@@ -47,15 +76,18 @@ def project(tmp_path_factory):
     for name, text in NOTES.items():
         (vault / name).write_text(text, encoding="utf-8")
     shutil.copytree(SAMPLE_TICKETS, root / "tickets")
+    shas = make_repo(root / "lumen")
     path = root / "jarvis.yaml"
     path.write_text(yaml.safe_dump({
         "data_dir": "data", "vaults": {"notes": str(vault)},
+        "repos": {"lumen": str(root / "lumen")},
         "tickets": {"jira": str(root / "tickets" / "jira"),
                     "gh": {"path": str(root / "tickets" / "github"), "repo": "lumen"}}}))
     config = load_config(path)
     notes_only = run_refresh(config, only=["notes"])   # tickets arrive after the notes
     first = run_refresh(config)
-    return {"root": root, "config": config, "notes_only": notes_only, "first": first}
+    return {"root": root, "config": config, "notes_only": notes_only, "first": first,
+            "shas": shas}
 
 
 def test_references_wait_for_their_targets_whatever_the_order(project):
@@ -129,6 +161,21 @@ def test_ticket_graph_has_typed_links_people_and_labels(project):
         config, "SELECT src, relation, dst FROM graph_edges WHERE source = 'gh'"))
 
 
+def test_commits_link_to_the_tickets_they_cite_and_tickets_to_files(project):
+    config, shas = project["config"], project["shas"]
+    dedupe = f"commit:lumen/{shas['[LUM-4] Dedupe key (station_id, observed_at, seq)']}"
+    clamp = f"commit:lumen/{shas['Clamp future timestamps']}"
+    edges = set(rows(config, "SELECT src, relation, dst, evidence_text FROM graph_edges "
+                             "WHERE extractor = 'cross_reference' AND src LIKE 'commit:%'"))
+    assert (dedupe, "MENTIONS", "ticket:LUM-4",
+            "[LUM-4] Dedupe key (station_id, observed_at, seq)") in edges
+    assert (clamp, "FIXES", "ticket:lumen#7", "Fixes #7") in edges
+    ticket_files = set(rows(config, "SELECT src, dst FROM graph_edges "
+                                    "WHERE extractor = 'cross_reference' AND dst LIKE 'file:%'"))
+    assert ticket_files == {("ticket:LUM-4", "file:lumen/src/lumen/ingest/dedupe.py"),
+                            ("ticket:lumen#7", "file:lumen/src/lumen/ingest/clock.py")}
+
+
 def test_cross_source_edges_carry_evidence_and_pass_the_checks(project):
     config, report = project["config"], project["first"]
     [(evidence, text)] = rows(config, "SELECT evidence, evidence_text FROM graph_edges "
@@ -168,6 +215,8 @@ def test_search_for_a_ticket_subject_finds_the_ticket_and_its_mentions(project):
     assert neighbourhood["center"]["title"].startswith("LUM-4: Idempotent ingest")
     assert "note:notes/Clock.md" in {note["key"] for note in github["notes"]}
     assert "note:notes/Dedupe.md" in {note["key"] for note in neighbourhood["notes"]}
+    commit = f"commit:lumen/{project['shas']['[LUM-4] Dedupe key (station_id, observed_at, seq)']}"
+    assert commit in {edge["src"] for edge in neighbourhood["relationships"]["MENTIONS"]}
     mentions = neighbourhood["relationships"]["MENTIONS"]
     assert {"src": "note:notes/Dedupe.md", "dst": "ticket:LUM-4"}.items() <= next(
         m for m in mentions if m["src"] == "note:notes/Dedupe.md").items()

@@ -232,7 +232,8 @@ def test_ticket_graph_normalises_link_direction_and_defers_outside_targets(jira)
     # text references inside the set are edges, to other sets references
     assert ("ticket:LUM-1", "MENTIONS", "ticket:LUM-3") in {
         (e.src, e.relation, e.dst) for e in graph.edges}
-    assert {r.target for r in graph.references if r.origin == "ticket:LUM-4"} == {"lumen#7"}
+    assert {(r.kind, r.target) for r in graph.references if r.origin == "ticket:LUM-4"} == {
+        ("github", "lumen#7"), ("path", "src/lumen/ingest/dedupe.py")}
 
 
 def test_ticket_graph_fingerprints_change_only_for_the_edited_ticket(jira):
