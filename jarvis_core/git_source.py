@@ -30,6 +30,7 @@ from pygments.util import ClassNotFound
 from jarvis_core.vault import NoteReadError, decode_note_bytes
 
 GIT_TIMEOUT_SECONDS = 600
+LS_REMOTE_TIMEOUT_SECONDS = 60
 MAX_DOC_BYTES = 2 * 1024 * 1024
 KNOWLEDGE_SUFFIXES = (".yaml", ".yml")
 KNOWLEDGE_VERSION = 1  # bump when the interpretation of .jarvis YAML changes
@@ -97,6 +98,26 @@ def resolve_head(repo: Path, branch: str) -> str:
     except GitError as exc:
         raise GitError(f"{repo}: branch {branch!r} does not name a commit "
                        "(an empty repository, or a branch that does not exist)") from exc
+
+
+def remote_head(url: str, branch: str) -> str:
+    """The commit ``branch`` names on a remote (or a bundle), without cloning it."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        done = subprocess.run(["git", "ls-remote", "--", url], capture_output=True, env=env,
+                              timeout=LS_REMOTE_TIMEOUT_SECONDS, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitError(f"{url}: git ls-remote failed: {exc}") from exc
+    if done.returncode != 0:
+        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"{url}: git ls-remote failed: "
+                       f"{lines[-1] if lines else f'exit status {done.returncode}'}")
+    refs = dict(reversed(line.split("\t", 1)) for line in done.stdout.decode().splitlines()
+                if "\t" in line)
+    for ref in (branch, f"refs/heads/{branch}", f"refs/tags/{branch}"):
+        if ref in refs:
+            return refs[ref]
+    raise GitError(f"{url}: the remote has no branch {branch!r}")
 
 
 def is_shallow(repo: Path) -> bool:
