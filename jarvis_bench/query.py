@@ -81,16 +81,23 @@ def _rows(texts: list[str], note_keys: list[str]) -> list[dict]:
 
 
 def _complete_version(data_dir: Path, rows: list[dict], graph_nodes, graph_edges) -> dict:
-    """Add what ``bench search``'s version lacks: the notes table, the keyword index and the
-    graph. The version is in a private temporary directory no reader has opened yet."""
+    """Add what ``bench search``'s version lacks: the notes and graph_edges tables, the
+    keyword index and the graph. The version is in a private temporary directory no reader
+    has opened yet."""
     version = serving.current_version(data_dir)
     seconds = {}
     notes = store.frame("notes", ({"source": SOURCE, "path": r["path"], "note_key": r["doc_key"],
                                    "title": r["title"], "tags": [], "aliases": []}
                                   for r in rows if r["position"] == 0))
+    edges = store.frame("graph_edges", (
+        {"edge_key": edge.key, "source": SOURCE, "origin": edge.origin, "src": edge.src,
+         "dst": edge.dst, "relation": edge.relation, "confidence": edge.confidence,
+         "extractor": edge.extractor, "evidence": list(edge.evidence),
+         "evidence_text": edge.evidence_text, "weight": edge.weight} for edge in graph_edges))
     with duckdb.connect(str(version.tables_path)) as conn:
-        conn.register("bench_notes", notes.to_arrow())
-        conn.execute("CREATE TABLE notes AS SELECT * FROM bench_notes")
+        for table, rows_frame in (("notes", notes), ("graph_edges", edges)):
+            conn.register(f"bench_{table}", rows_frame.to_arrow())
+            conn.execute(f"CREATE TABLE {table} AS SELECT * FROM bench_{table}")
     started = time.perf_counter()
     with KeywordIndex(data_dir / "keyword") as index:
         index.sync_source(SOURCE, pl.DataFrame(rows).select(CHUNK_COLUMNS))

@@ -37,7 +37,13 @@ from jarvis_core.graph_store import NOTE, GraphNodeNotFound, GraphStore
 from jarvis_core.models import TokenCounter, token_counter
 from jarvis_query.hybrid import hybrid_hits, search_filter
 from jarvis_query.keyword import check_query
-from jarvis_query.knowledge_base import MAX_DEPTH, MIN_DEPTH, KnowledgeBase, QueryError
+from jarvis_query.knowledge_base import (
+    MAX_DEPTH,
+    MIN_DEPTH,
+    KnowledgeBase,
+    QueryError,
+    sql_strings,
+)
 from jarvis_query.snapshot import GraphUnavailable, Snapshot
 
 WEIGHTS = {"semantic": 0.5, "graph": 0.25, "centrality": 0.15, "recency": 0.1}
@@ -94,7 +100,7 @@ def search_graphrag(kb: KnowledgeBase, query: str, limit: int = 10, vault: str |
     if vault:
         near = {key for key in near if nodes[key]["source"] == vault}
     candidates = list(relevance) + sorted(near)
-    degrees = _degrees(graph, candidates) if graph is not None else {}
+    degrees = _degrees(snapshot, candidates) if graph is not None else {}
     documents = _documents(snapshot, candidates)
     scored = _rerank(candidates, relevance, seeds, distances, degrees, documents)
     chosen = [key for key, _ in scored if key in documents][:limit]
@@ -114,7 +120,7 @@ def _chunk_rows(snapshot: Snapshot, chunk_ids: list[str]) -> dict[str, dict]:
         return {}
     rows = snapshot.cursor().execute(
         "SELECT chunk_id, doc_key, heading_path, text FROM chunks "
-        f"WHERE chunk_id IN ({', '.join('?' * len(chunk_ids))})", chunk_ids).fetchall()
+        f"WHERE chunk_id IN ({sql_strings(chunk_ids)})").fetchall()
     return {r[0]: {"doc_key": r[1], "heading_path": r[2], "text": r[3]} for r in rows}
 
 
@@ -142,15 +148,19 @@ def _neighbourhoods(graph: GraphStore, seeds: list[str], depth: int
     return distances, edges, nodes
 
 
-def _degrees(graph: GraphStore, keys: list[str]) -> dict[str, int]:
-    """Distinct neighbours of each node (any relation): how connected a note is."""
-    degrees = {}
-    for key in keys:
-        try:
-            degrees[key] = len(graph.neighbourhood(key, 1, limit=NEIGHBOURHOOD_LIMIT).nodes) - 1
-        except GraphNodeNotFound:
-            degrees[key] = 0
-    return degrees
+def _degrees(snapshot: Snapshot, keys: list[str]) -> dict[str, int]:
+    """Distinct neighbours of each node over any relation, from the published graph_edges
+    table (the graph's source of truth, whichever store serves it): one query."""
+    if not keys:
+        return {}
+    listed = sql_strings(keys)
+    rows = snapshot.cursor().execute(f"""
+        SELECT node, count(DISTINCT other) FROM (
+            SELECT src AS node, dst AS other FROM graph_edges WHERE src IN ({listed})
+            UNION ALL
+            SELECT dst, src FROM graph_edges WHERE dst IN ({listed})) GROUP BY node
+        """).fetchall()
+    return dict(rows)
 
 
 def _documents(snapshot: Snapshot, keys: list[str]) -> dict[str, dict]:
@@ -158,11 +168,11 @@ def _documents(snapshot: Snapshot, keys: list[str]) -> dict[str, dict]:
     chunks in the published tables (the modification time is the note's, when it is one)."""
     if not keys:
         return {}
-    rows = snapshot.cursor().execute("""
+    rows = snapshot.cursor().execute(f"""
         SELECT c.doc_key, any_value(c.source), any_value(c.path), any_value(c.title),
                any_value(c.source_type), max(n.modified_at)
         FROM chunks c LEFT JOIN notes n ON n.source = c.source AND n.path = c.path
-        WHERE list_contains(?, c.doc_key) GROUP BY c.doc_key""", [keys]).fetchall()
+        WHERE c.doc_key IN ({sql_strings(keys)}) GROUP BY c.doc_key""").fetchall()
     return {r[0]: {"vault": r[1], "path": r[2], "title": r[3], "source_type": r[4],
                    "modified_at": r[5]} for r in rows}
 
@@ -204,8 +214,8 @@ def _sources(snapshot: Snapshot, chosen: list[str], scores: dict[str, dict],
     if unmatched:
         for doc_key, chunk_id, heading_path, text in snapshot.cursor().execute(
                 "SELECT doc_key, chunk_id, heading_path, text FROM chunks "
-                "WHERE list_contains(?, doc_key) ORDER BY doc_key, position",
-                [unmatched]).fetchall():
+                f"WHERE doc_key IN ({sql_strings(unmatched)}) ORDER BY doc_key, position"
+        ).fetchall():
             if len(openings[doc_key]) < CHUNKS_PER_SOURCE:
                 openings[doc_key].append((chunk_id, heading_path, text))
     chosen_set = set(chosen)
@@ -284,8 +294,8 @@ def _context_block(query: str, sources: list[dict], subgraph: dict, counter: Tok
             continue
         truncated = True
         room = max_tokens - used - 3  # the "…" that marks the cut
-        spans = counter.offsets(block)
         if room > 20:
-            text = f"{text}\n{block[:spans[room - 1][1]]} …\n"
+            cut = f"{block[:counter.offsets(block)[room - 1][1]]} …\n"
+            text, used = f"{text}\n{cut}", used + counter.count([cut])[0] - 2
         break
-    return text, counter.count([text])[0], truncated
+    return text, used, truncated

@@ -10,7 +10,13 @@ from pathlib import Path
 from jarvis_core import serving
 from jarvis_core.keyword_index import KeywordSearcher
 from jarvis_core.vectors import VectorFilter
-from jarvis_query.knowledge_base import MAX_LIMIT, KnowledgeBase, QueryError, snippet
+from jarvis_query.knowledge_base import (
+    MAX_LIMIT,
+    KnowledgeBase,
+    QueryError,
+    snippet,
+    sql_strings,
+)
 from jarvis_query.snapshot import Snapshot
 
 _KEEP_SEARCHERS = 2
@@ -80,5 +86,5 @@ def _openings(snapshot: Snapshot, doc_keys: list[str]) -> dict[str, tuple[str, s
         return {}
     rows = snapshot.cursor().execute(
         "SELECT doc_key, arg_min(chunk_id, position), arg_min(text, position) FROM chunks "
-        "WHERE list_contains(?, doc_key) GROUP BY doc_key", [doc_keys]).fetchall()
+        f"WHERE doc_key IN ({sql_strings(doc_keys)}) GROUP BY doc_key").fetchall()
     return {doc_key: (chunk_id, text) for doc_key, chunk_id, text in rows}

@@ -41,6 +41,14 @@ class SearchResult:
         return asdict(self)
 
 
+def sql_strings(values: list[str]) -> str:
+    """Strings as a list of SQL literals for an IN list (quotes doubled, the SQL escape).
+    Inlined rather than bound: DuckDB's Python binding tries ``import pandas`` for every
+    bound parameter, and without pandas each failed import rescans sys.path (~1 ms); an IN
+    list of literals also uses the chunk_id index (10 ids: 8.4 ms bound, 1.0 ms inlined)."""
+    return ", ".join("'" + value.replace("'", "''") + "'" for value in values)
+
+
 def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     """The start of a chunk on one line, cut at a word boundary."""
     flat = " ".join(text.split())
@@ -216,9 +224,9 @@ class KnowledgeBase:
         if not scored:
             return []
         ids = [chunk_id for chunk_id, _ in scored]
-        rows = snapshot.cursor().execute(  # an IN list of parameters uses the chunk_id index
+        rows = snapshot.cursor().execute(
             "SELECT chunk_id, path, source, heading_path, text, title, source_type FROM chunks "
-            f"WHERE chunk_id IN ({', '.join('?' * len(ids))})", ids).fetchall()
+            f"WHERE chunk_id IN ({sql_strings(ids)})").fetchall()
         by_id = {row[0]: row for row in rows}
         results = []
         for chunk_id, score in scored:
