@@ -11,6 +11,9 @@ from jarvis_assets.partitions import source_partitions
 from tests.conftest import run
 
 PER_SOURCE_LAYERS = ("raw_notes", "chunks", "embeddings", "knowledge_graph")
+# The refresh job materializes every raw asset for a partition (those of another source kind
+# as no-ops), so chunks find none of their deps missing.
+RAW_ASSETS = ("raw_notes", "raw_repository", "raw_tickets")
 CHUNK_CHECKS = ("chunk_ids_unique", "chunks_within_token_limit", "every_note_has_chunks")
 
 
@@ -30,7 +33,7 @@ def evaluate(config, instance, cursor=None) -> dg.EvaluateAutomationConditionsRe
 
 def requested(result, asset: str) -> set[str] | int:
     key = dg.AssetKey(asset)
-    if asset == "serving_snapshot":  # unpartitioned
+    if asset in ("serving_snapshot", "cross_source_links"):  # unpartitioned
         return result.get_num_requested(key)
     return result.get_requested_partitions(key)
 
@@ -42,7 +45,8 @@ def test_nothing_runs_before_a_source_is_ingested(sample_config, instance):
 
 def test_new_notes_request_chunks_of_that_source_only_once(sample_config, instance):
     cursor = evaluate(sample_config, instance).cursor
-    instance.report_runless_asset_event(dg.AssetMaterialization("raw_notes", partition="sample"))
+    for asset in RAW_ASSETS:
+        instance.report_runless_asset_event(dg.AssetMaterialization(asset, partition="sample"))
     result = evaluate(sample_config, instance, cursor)
     assert requested(result, "chunks") == {"sample"}
     assert requested(result, "embeddings") == set()  # waits for the chunks to exist
@@ -52,7 +56,7 @@ def test_new_notes_request_chunks_of_that_source_only_once(sample_config, instan
 @pytest.mark.parametrize("failing_check", [None, "chunk_ids_unique"])
 def test_failed_blocking_check_stops_the_next_layer(sample_config, instance, failing_check):
     cursor = evaluate(sample_config, instance).cursor
-    for asset in ("raw_notes", "chunks"):
+    for asset in (*RAW_ASSETS, "chunks"):
         instance.report_runless_asset_event(dg.AssetMaterialization(asset, partition="sample"))
     for check in CHUNK_CHECKS:
         instance.report_runless_asset_event(dg.AssetCheckEvaluation(
@@ -76,5 +80,13 @@ def test_a_full_refresh_run_leaves_only_publishing_to_automation(sample_config, 
     result = evaluate(sample_config, instance, result.cursor)
     for layer in PER_SOURCE_LAYERS:
         assert requested(result, layer) == set(), layer
+    # references are resolved across sources first; publishing waits for their check
+    assert requested(result, "cross_source_links") == 1
+    assert requested(result, "serving_snapshot") == 0
+    instance.report_runless_asset_event(dg.AssetMaterialization("cross_source_links"))
+    instance.report_runless_asset_event(dg.AssetCheckEvaluation(
+        asset_key=dg.AssetKey("cross_source_links"), check_name="cross_source_edges_valid",
+        passed=True, severity=dg.AssetCheckSeverity.ERROR))
+    result = evaluate(sample_config, instance, result.cursor)
     assert requested(result, "serving_snapshot") == 1
     assert evaluate(sample_config, instance, result.cursor).total_requested == 0
