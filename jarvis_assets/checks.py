@@ -14,6 +14,7 @@ from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.keyword_index import keyword_index
 from jarvis_assets.metadata import markdown_table
 from jarvis_assets.notes import raw_notes
+from jarvis_assets.tickets import raw_tickets
 from jarvis_core import store
 from jarvis_core.chunking import embedding_text
 from jarvis_core.keyword_index import KeywordIndex
@@ -59,8 +60,31 @@ def failed_file_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConf
                    (SELECT count(*) FROM notes n WHERE n.source = s.source) AS notes,
                    (SELECT count(*) FROM ingest_failures f WHERE f.source = s.source) AS failed
             FROM (SELECT unnest(?::VARCHAR[]) AS source) s
-        """, [_sources_in_scope(context, jarvis)]).to_dicts()
+        """, [_sources_of_kind(context, jarvis, "vault")]).to_dicts()
     return _ratio_warning(rows, good="notes", bad="failed", limit=limit)
+
+
+def _sources_of_kind(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
+                     kind: str) -> list[str]:
+    config = jarvis.load()
+    return [source for source in _sources_in_scope(context, jarvis)
+            if config.source_kind(source) == kind]
+
+
+@dg.asset_check(asset=raw_tickets, description="Share of export files and issues that could "
+                "not be read, per ticket set, stays under ingest.max_failed_ratio (warning).")
+def failed_ticket_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
+                        duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    limit = jarvis.load().ingest.max_failed_ratio
+    with duckdb.get_connection() as conn:
+        store.ensure_schema(conn)
+        rows = store.read_frame(conn, """
+            SELECT s.source,
+                   (SELECT count(*) FROM tickets t WHERE t.source = s.source) AS tickets,
+                   (SELECT count(*) FROM ingest_failures f WHERE f.source = s.source) AS failed
+            FROM (SELECT unnest(?::VARCHAR[]) AS source) s
+        """, [_sources_of_kind(context, jarvis, "tickets")]).to_dicts()
+    return _ratio_warning(rows, good="tickets", bad="failed", limit=limit)
 
 
 @dg.asset_check(asset=chunks, blocking=True,
@@ -265,6 +289,7 @@ def keyword_index_matches_chunks(context: dg.AssetCheckExecutionContext,
                                                       "extra"])})
 
 
-asset_checks = [failed_file_ratio, every_note_has_chunks, chunks_within_token_limit,
+asset_checks = [failed_file_ratio, failed_ticket_ratio, every_note_has_chunks,
+                chunks_within_token_limit,
                 chunk_ids_unique, vector_store_consistency, no_dangling_edges, *cross_link_checks,
                 every_edge_has_evidence, broken_link_ratio, keyword_index_matches_chunks]

@@ -253,6 +253,11 @@ def test_edited_ticket_is_reprocessed_alone_and_deleted_ticket_goes_everywhere(p
     [(path, reason)] = rows(config, "SELECT path, reason FROM ingest_failures "
                                     "WHERE source = 'jira'")
     assert path == "broken.json" and reason.startswith("not valid JSON")
+    [jira] = [entry for entry in report["sources"] if entry["source"] == "jira"]
+    ratio = {c["check"]: c for c in jira["checks"]}
+    assert ratio["failed_ticket_ratio"]["severity"] == "WARN"
+    assert not ratio["failed_ticket_ratio"]["passed"]  # 1 of 12 > the 5 % default
+    assert ratio["failed_file_ratio"]["passed"]  # a check of vaults: no ticket set in scope
     for sql in ("SELECT count(*) FROM tickets WHERE key = 'LUM-12'",
                 "SELECT count(*) FROM chunks WHERE path = 'tickets/LUM-12'",
                 "SELECT count(*) FROM graph_nodes WHERE node_key = 'ticket:LUM-12'",
