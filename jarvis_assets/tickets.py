@@ -24,9 +24,7 @@ TICKETS_KIND = "tickets"
 _SETTINGS = ""  # the ticket_files row that records what else shapes the tickets
 
 
-def _settings_id(settings: TicketsConfig | None) -> str:
-    if settings is None:
-        return ""
+def _settings_id(settings: TicketsConfig) -> str:
     return (f"parser v{PARSER_VERSION}, format {settings.format}, "
             f"repo {settings.repo or '(from the export)'}")
 
@@ -109,7 +107,7 @@ def raw_tickets(
         context.log.warning(f"{source}/{failure['path']}: not ingested: {failure['reason']}")
     rows = [{**ticket_set.tickets[key], "file_hash": ticket_set.files.get(
         ticket_set.tickets[key]["path"]), "ingested_at": now} for key in rewrite]
-    files = {**ticket_set.files, _SETTINGS: _settings_id(settings)}
+    files = {**ticket_set.files, _SETTINGS: _settings_id(settings)} if settings else {}
     files_changed = files != stored_files
     with duckdb.get_connection() as conn:
         store.replace_rows(conn, "tickets", source=source,

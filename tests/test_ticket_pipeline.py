@@ -275,3 +275,23 @@ def test_edited_ticket_is_reprocessed_alone_and_deleted_ticket_goes_everywhere(p
         assert "tickets/LUM-12" not in {hit.path for hit in hits}
     finally:
         knowledge.close()
+
+
+def test_a_ticket_set_dropped_from_the_configuration_is_purged(project):
+    path = project["config"].config_path
+    settings = yaml.safe_load(path.read_text())
+    del settings["tickets"]["gh"]
+    path.write_text(yaml.safe_dump(settings))
+    config = load_config(path)
+    report = run_refresh(config)
+    assert report["ok"], report
+    assert layer(report, "gh", "raw_tickets")["deleted"] == 3
+    for table in ("tickets", "ticket_files", "chunks", "graph_nodes", "graph_edges",
+                  "graph_references"):
+        assert rows(config, f"SELECT count(*) FROM {table} WHERE source = 'gh'") == [(0,)]
+    # the notes' references to the GitHub issues no longer resolve, and no repository
+    # name is known for them any more
+    assert rows(config, "SELECT count(*) FROM graph_edges WHERE dst LIKE 'ticket:lumen#%'") \
+        == [(0,)]
+    assert ("notes", "lumen#7", "unknown_project") in set(rows(
+        config, "SELECT source, target, reason FROM unresolved_references"))
