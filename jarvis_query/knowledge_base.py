@@ -135,9 +135,9 @@ class KnowledgeBase:
         if vault in self.config.vaults and rest:
             candidates |= {rest, rest + ".md"}
         rows = snapshot.cursor().execute(
-            "SELECT note_key, source, path FROM notes WHERE list_contains(?, path) "
-            "OR lower(title) = lower(?) ORDER BY source, path",
-            [sorted(candidates), wanted]).fetchall()
+            "SELECT note_key, source, path FROM notes "
+            f"WHERE path IN ({sql_strings(sorted(candidates))}) "
+            "OR lower(title) = lower(?) ORDER BY source, path", [wanted]).fetchall()
         if vault in self.config.vaults and rest:
             rows = [row for row in rows if row[1] == vault] or rows
         if not rows:
