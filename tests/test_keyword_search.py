@@ -197,3 +197,29 @@ def test_search_vault_arguments_are_checked(kb):
                             ({"query": "x", "vault": "nope"}, "Unknown vault 'nope'")]:
         with pytest.raises(QueryError, match=message):
             kb.search_vault(**kwargs)
+
+
+@pytest.mark.slow
+def test_cli_keyword_hybrid_and_graphrag(published_sample):
+    import json
+
+    from click.testing import CliRunner
+
+    from jarvis_cli.main import cli
+
+    def invoke(*args):
+        return CliRunner().invoke(cli, ["--config", str(published_sample.config_path), *args])
+
+    names = invoke("keyword", "alerting", "--limit", "2")
+    assert names.exit_code == 0 and "sample/Projects/Lumen/Architecture/Alerting.md" in names.stdout
+    content = json.loads(invoke("keyword", "idempotency", "--content", "--json").stdout)
+    assert content["results"] and "**" in content["results"][0]["snippet"]
+    hybrid = invoke("hybrid", "sleep", "--tag", "health", "--after", "2026-10-01")
+    assert hybrid.exit_code == 0 and "keyword #" in hybrid.stdout
+    pack = invoke("graphrag", "alerting rules", "--limit", "3")
+    assert pack.exit_code == 0 and "semantic" in pack.stdout and "context:" in pack.stdout
+    block = invoke("graphrag", "alerting rules", "--context", "--max-tokens", "400")
+    assert block.stdout.startswith("Evidence for: alerting rules")
+    assert json.loads(invoke("graphrag", "alerting rules", "--json").stdout)["sources"]
+    bad = invoke("hybrid", "sleep", "--alpha", "3")
+    assert bad.exit_code == 1 and "alpha must be between 0 and 1" in bad.output
