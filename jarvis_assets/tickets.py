@@ -1,6 +1,7 @@
 """Raw layer for ticket sets: Jira and GitHub issue exports as normalised ticket rows."""
 
 import time
+from collections import defaultdict
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -12,6 +13,7 @@ from jarvis_assets.partitions import other_kind_result, source_partitions
 from jarvis_core import store
 from jarvis_core.config import TicketsConfig
 from jarvis_core.tickets import (
+    JIRA,
     PARSER_VERSION,
     TicketError,
     TicketSet,
@@ -27,6 +29,22 @@ _SETTINGS = ""  # the ticket_files row that records what else shapes the tickets
 def _settings_id(settings: TicketsConfig) -> str:
     return (f"parser v{PARSER_VERSION}, format {settings.format}, "
             f"repo {settings.repo or '(from the export)'}")
+
+
+def _reusable(stored: list[dict], files: list[dict], failed: list[str]
+              ) -> dict[str, tuple[str, list[dict]]]:
+    """Export files whose stored tickets can stand in for parsing them again (converting
+    Jira markup is the slow part): Jira files without failures whose every key is still
+    stored from them. GitHub files are always parsed: cheap, and a comments file changes
+    issues of other files."""
+    by_path: dict[str, list[dict]] = defaultdict(list)
+    for ticket in stored:
+        by_path[ticket["path"]].append(ticket)
+    return {
+        row["path"]: (row["file_hash"], by_path[row["path"]]) for row in files
+        if row["keys"] and sorted(row["keys"]) == sorted(t["key"] for t in by_path[row["path"]])
+        and all(t["system"] == JIRA for t in by_path[row["path"]])
+        and not any(f == row["path"] or f.startswith(row["path"] + "#") for f in failed)}
 
 
 def _changes(ticket_set: TicketSet, stored: dict[str, str]) -> dict[str, list[str]]:
@@ -52,10 +70,11 @@ def raw_tickets(
     """Tickets of one ticket set (partition): Jira REST issues and search pages, GitHub
     issues and pull requests, each with its description, comments and links.
 
-    An export whose files all hash as before is not parsed again; otherwise every file is
-    parsed and only tickets whose content hash changed are rewritten (the newest ``updated``
-    wins between copies of one key); removed tickets are deleted. Files and issues that
-    cannot be read are recorded in ``ingest_failures`` and the rest goes on.
+    An export whose files all hash as before is not parsed again; otherwise only changed
+    files are parsed (a Jira file that hashes as before gives its stored tickets), and only
+    tickets whose content hash changed are rewritten (the newest ``updated`` wins between
+    copies of one key); removed tickets are deleted. Files and issues that cannot be read
+    are recorded in ``ingest_failures`` and the rest goes on.
     """
     source = context.partition_key
     config = jarvis.load()
@@ -69,10 +88,12 @@ def raw_tickets(
         store.ensure_schema(conn)
         stored = dict(conn.execute(
             "SELECT key, content_hash FROM tickets WHERE source = ?", [source]).fetchall())
-        stored_files = dict(conn.execute(
-            "SELECT path, file_hash FROM ticket_files WHERE source = ?", [source]).fetchall())
-        [(failed_before,)] = conn.execute(
-            "SELECT count(*) FROM ingest_failures WHERE source = ?", [source]).fetchall()
+        file_rows = store.read_frame(
+            conn, "SELECT path, file_hash, keys FROM ticket_files WHERE source = ?",
+            [source]).to_dicts()
+        failed_before = [path for (path,) in conn.execute(
+            "SELECT path FROM ingest_failures WHERE source = ?", [source]).fetchall()]
+    stored_files = {row["path"]: row["file_hash"] for row in file_rows}
 
     try:
         if settings is None:
@@ -84,13 +105,19 @@ def raw_tickets(
                                _SETTINGS: _settings_id(settings)} == stored_files:
             return dg.MaterializeResult(metadata={  # nothing in the export changed
                 "new": 0, "changed": 0, "unchanged": len(stored), "deleted": 0,
-                "failed": failed_before,
+                "failed": len(failed_before),
                 "dagster/row_count": len(stored), "source_kind": TICKETS_KIND,
                 "files": len(stored_files), "files_changed": False,
                 "parse_seconds": round(time.perf_counter() - started, 3)})
         else:
+            reuse = {}
+            if stored_files.get(_SETTINGS) == _settings_id(settings):
+                with duckdb.get_connection() as conn:
+                    reuse = _reusable(store.read_frame(
+                        conn, "SELECT * FROM tickets WHERE source = ?", [source]).to_dicts(),
+                        file_rows, failed_before)
             ticket_set = read_ticket_set(settings.path, source, repo=settings.repo,
-                                         expected=settings.format)
+                                         expected=settings.format, reuse=reuse)
     except TicketError as exc:  # the export vanished: keep what is stored, say why
         context.log.error(f"{source}: {exc}")
         return dg.MaterializeResult(metadata={
@@ -116,7 +143,8 @@ def raw_tickets(
         if files_changed:
             store.replace_rows(conn, "ticket_files", source=source, remove_paths=None,
                                rows=store.frame("ticket_files", [
-                                   {"source": source, "path": path, "file_hash": digest}
+                                   {"source": source, "path": path, "file_hash": digest,
+                                    "keys": ticket_set.file_keys.get(path, [])}
                                    for path, digest in sorted(files.items())]))
         store.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
                            rows=store.frame("ingest_failures", failures))
@@ -133,6 +161,7 @@ def raw_tickets(
         "source_kind": TICKETS_KIND,
         "files": len(ticket_set.files),
         "files_changed": files_changed,
+        "files_reused": ticket_set.reused_files,
         "tickets_by_system": counts_table(by_system),
         "export_path": dg.MetadataValue.path(str(settings.path)) if settings
         else "(not configured)",

@@ -133,7 +133,8 @@ TICKETS = pl.Schema({
     "warnings": pl.List(pl.Utf8), "ingested_at": pl.Datetime("us"),
 })
 
-TICKET_FILES = pl.Schema({"source": pl.Utf8, "path": pl.Utf8, "file_hash": pl.Utf8})
+TICKET_FILES = pl.Schema({"source": pl.Utf8, "path": pl.Utf8, "file_hash": pl.Utf8,
+                          "keys": pl.List(pl.Utf8)})
 
 # References a source's graph run could not resolve inside the source (jarvis_core/
 # references.py), and those the cross_source_links asset could not resolve in any source.

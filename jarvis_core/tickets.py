@@ -21,17 +21,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from charset_normalizer import from_bytes
-from jira2markdown import convert as jira_to_markdown
+from jira2markdown.elements import MarkupElements
+from pyparsing import Forward, ParserElement
 
 PARSER_VERSION = 1
 UNREADABLE = "(unreadable)"
+_DUPLICATE = "also in "  # the warning on the kept copy of a key found in several files
 JIRA, GITHUB = "jira", "github"
 
 _BOMS = (("utf-8-sig", b"\xef\xbb\xbf"), ("utf-32", b"\xff\xfe\x00\x00"),
@@ -217,13 +220,25 @@ def adf_to_text(node: object) -> str:
     return inner
 
 
+@cache
+def _wiki_markup_grammar() -> ParserElement:
+    """jira2markdown's grammar, built once: its ``convert`` builds it on every call, which
+    costs more than converting a typical description."""
+    elements = MarkupElements()
+    inline_markup, markup = Forward(), Forward()
+    inline_markup <<= elements.expr(inline_markup, markup, {},
+                                    [e for e in elements if e.is_inline_element])
+    markup <<= elements.expr(inline_markup, markup, {}, elements)
+    return markup
+
+
 def _jira_markup(value: object) -> str:
     """Description or comment body as markdown: wiki markup (v2) or ADF (v3)."""
     if value is None:
         return ""
     if isinstance(value, dict):
         return adf_to_text(value).strip()
-    return jira_to_markdown(str(value)).strip()
+    return _wiki_markup_grammar().transform_string(str(value)).strip()
 
 
 def _jira_person(value: object) -> dict | None:
@@ -434,6 +449,8 @@ class TicketSet:
     tickets: dict[str, dict] = field(default_factory=dict)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (location, reason)
     files: dict[str, str] = field(default_factory=dict)  # relative path -> sha256 of bytes
+    file_keys: dict[str, list[str]] = field(default_factory=dict)  # every key a file held
+    reused_files: int = 0
 
 
 def _missing(root: Path) -> None:
@@ -453,24 +470,40 @@ def export_file_hashes(root: Path) -> dict[str, str]:
     return hashes
 
 
+def _reused(ticket: dict) -> dict:
+    """A stored ticket as parsing would give it (the duplicate warning is recomputed)."""
+    return {**{name: ticket[name] for name in TICKET_FIELDS},
+            "source": ticket["source"], "path": ticket["path"],
+            "warnings": [w for w in ticket["warnings"] or [] if not w.startswith(_DUPLICATE)]}
+
+
 def read_ticket_set(root: Path, source: str, *, repo: str | None = None,
-                    expected: str = "auto") -> TicketSet:
-    """Parse every export file under ``root``; a duplicate key keeps its most recently
-    updated copy and notes the other file in the ticket's warnings."""
+                    expected: str = "auto",
+                    reuse: Mapping[str, tuple[str, list[dict]]] | None = None) -> TicketSet:
+    """Parse every export file under ``root``, except that a file whose hash is the one in
+    ``reuse`` (path -> (hash, its stored tickets)) gives its stored tickets unparsed. A
+    duplicate key keeps its most recently updated copy and notes the other file in the
+    ticket's warnings."""
     _missing(root)
     result = TicketSet()
     comments: dict[int, list[dict]] = {}
     for file, relative in ticket_files(root):
         try:
             data = file.read_bytes()
-            result.files[relative] = hashlib.sha256(data).hexdigest()
-            parsed = parse_file(data, relative, source=source, repo=repo, expected=expected)
+            digest = result.files[relative] = hashlib.sha256(data).hexdigest()
+            stored = (reuse or {}).get(relative)
+            if stored is not None and stored[0] == digest:
+                parsed = TicketFile(relative, tickets=[_reused(t) for t in stored[1]])
+                result.reused_files += 1
+            else:
+                parsed = parse_file(data, relative, source=source, repo=repo, expected=expected)
         except (OSError, TicketError) as exc:
             result.files.setdefault(relative, UNREADABLE)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             result.failures.append((relative, reason))
             continue
         result.failures.extend(parsed.failures)
+        result.file_keys[relative] = [ticket["key"] for ticket in parsed.tickets]
         for number, found in parsed.comments.items():
             comments.setdefault(number, []).extend(found)
         for ticket in parsed.tickets:
@@ -479,7 +512,7 @@ def read_ticket_set(root: Path, source: str, *, repo: str | None = None,
                 newer, older = sorted((kept, ticket), key=lambda t: t["updated_at"] or datetime.min,
                                       reverse=True)
                 newer["warnings"] = [*newer["warnings"],
-                                     f"also in {older['path']} (older copy ignored)"]
+                                     f"{_DUPLICATE}{older['path']} (older copy ignored)"]
                 ticket = newer
             result.tickets[ticket["key"]] = ticket
     attach_comments(result.tickets.values(), comments)

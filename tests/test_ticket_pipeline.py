@@ -245,6 +245,8 @@ def test_edited_ticket_is_reprocessed_alone_and_deleted_ticket_goes_everywhere(p
     raw = layer(report, "jira", "raw_tickets")
     assert (raw["new"], raw["changed"], raw["deleted"], raw["failed"]) == (0, 1, 1, 1)
     assert raw["unchanged"] == 10
+    [jira_run] = [entry for entry in report["sources"] if entry["source"] == "jira"]
+    assert jira_run["ok"]
     chunks = layer(report, "jira", "chunks")
     assert (chunks["changed"], chunks["deleted"], chunks["unchanged"]) == (1, 1, 10)
     assert layer(report, "jira", "knowledge_graph")["changed"] >= 1

@@ -254,3 +254,19 @@ def test_github_graph_has_fixes_within_the_set_and_references_to_jira(github):
         ("ticket:lumen#7", "LUM-12"), ("ticket:lumen#15", "LUM-7")}
     node = next(n for n in graph.nodes if n.key == "ticket:lumen#16")
     assert node.properties["is_pull_request"] and node.properties["repo_full"] == "example/lumen"
+
+
+def test_files_that_hash_as_stored_give_their_stored_tickets_unparsed(tmp_path, jira):
+    shutil.copy(SAMPLE_TICKETS / "jira" / "search-milestone-1.json", tmp_path)
+    shutil.copy(SAMPLE_TICKETS / "jira" / "LUM-6.json", tmp_path)
+    first = read_ticket_set(tmp_path, "t")
+    assert first.file_keys == {"LUM-6.json": ["LUM-6"],
+                               "search-milestone-1.json": ["LUM-1", "LUM-2", "LUM-3", "LUM-7"]}
+    page = "search-milestone-1.json"
+    stored = [{**first.tickets[key], "summary": f"stored {key}"} for key in first.file_keys[page]]
+    again = read_ticket_set(tmp_path, "t", reuse={
+        page: (first.files[page], stored), "LUM-6.json": ("another hash", [])})
+    assert again.reused_files == 1
+    assert again.tickets["LUM-1"]["summary"] == "stored LUM-1"  # not parsed again
+    assert again.tickets["LUM-6"]["summary"] == first.tickets["LUM-6"]["summary"]  # parsed
+    assert again.tickets["LUM-1"]["text"] == first.tickets["LUM-1"]["text"]
