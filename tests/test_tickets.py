@@ -270,3 +270,15 @@ def test_files_that_hash_as_stored_give_their_stored_tickets_unparsed(tmp_path, 
     assert again.tickets["LUM-1"]["summary"] == "stored LUM-1"  # not parsed again
     assert again.tickets["LUM-6"]["summary"] == first.tickets["LUM-6"]["summary"]  # parsed
     assert again.tickets["LUM-1"]["text"] == first.tickets["LUM-1"]["text"]
+
+
+@pytest.mark.parametrize("text", [
+    "Verified on staging with a station unplugged for 3 hours.",
+    "Dates 2026-10-12 and LUM-4, 50 % done; a/b test.\nSecond line\n\nA paragraph.",
+    "*bold* and _it_ with {{mono}}", "h2. Heading\n# one\n# two", "- item\n-- nested",
+    "a [link|https://example.com] and ??citation??", "smile :) (y) and a <b> & `c`"])
+def test_markup_fast_path_gives_what_jira2markdown_gives(text):
+    from jira2markdown import convert
+
+    from jarvis_core.tickets import _jira_markup
+    assert _jira_markup(text) == convert(text).strip()
