@@ -34,6 +34,10 @@ from pyparsing import Forward, ParserElement
 
 PARSER_VERSION = 1
 UNREADABLE = "(unreadable)"
+# Characters and line starts that may be wiki markup; text with none of them is left as it
+# is instead of going through the (slow) grammar.
+_WIKI_MARKUP = re.compile(r"[*_{}\[\]|^~+!\\<>&`#:()]|\?\?|--|^\s*(?:-|h[1-6]\.|bq\.)",
+                          re.MULTILINE)
 _DUPLICATE = "also in "  # the warning on the kept copy of a key found in several files
 JIRA, GITHUB = "jira", "github"
 
@@ -238,7 +242,10 @@ def _jira_markup(value: object) -> str:
         return ""
     if isinstance(value, dict):
         return adf_to_text(value).strip()
-    return _wiki_markup_grammar().transform_string(str(value)).strip()
+    text = str(value)
+    if not _WIKI_MARKUP.search(text):  # prose without markup converts to itself
+        return text.strip()
+    return _wiki_markup_grammar().transform_string(text).strip()
 
 
 def _jira_person(value: object) -> dict | None:
