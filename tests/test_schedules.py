@@ -17,6 +17,13 @@ def by_name(config) -> dict[str, dg.ScheduleDefinition]:
     return {schedule.name: schedule for schedule in build_schedules(config)}
 
 
+def evaluate(schedule, instance, tick: datetime) -> list[dg.RunRequest]:
+    """One tick; the context is closed after it, since it enters an instance of its own
+    that would otherwise linger as Dagster's current one."""
+    with dg.build_schedule_context(instance=instance, scheduled_execution_time=tick) as context:
+        return list(schedule(context))
+
+
 def test_defaults_run_every_source_nightly_and_snapshot_daily(tmp_path):
     schedules = by_name(write_config(tmp_path, {}))
     assert schedules["nightly_refresh"].cron_schedule == "0 3 * * *"
@@ -43,10 +50,7 @@ def test_a_tick_requests_one_idempotent_run_per_registered_source(tmp_path, name
     with dg.instance_for_test() as instance:  # schedule contexts need a persistent one
         instance.add_dynamic_partitions(source_partitions.name, ["notes", "work"])
         tick = datetime(2026, 11, 22, 3, 0)
-        requests = list(schedule(dg.build_schedule_context(
-            instance=instance, scheduled_execution_time=tick)))
-        again = list(schedule(dg.build_schedule_context(
-            instance=instance, scheduled_execution_time=tick)))
+        requests, again = evaluate(schedule, instance, tick), evaluate(schedule, instance, tick)
     assert sorted(r.partition_key for r in requests) == ["notes", "work"]
     assert [r.run_key for r in requests] == [r.run_key for r in again]
     assert len({r.run_key for r in requests}) == 2
@@ -56,9 +60,7 @@ def test_a_tick_requests_one_idempotent_run_per_registered_source(tmp_path, name
 def test_no_sources_no_runs(tmp_path):
     schedule = by_name(write_config(tmp_path, {}))["nightly_refresh"]
     with dg.instance_for_test() as instance:  # schedule contexts need a persistent one
-        context = dg.build_schedule_context(instance=instance,
-                                            scheduled_execution_time=datetime(2026, 11, 22, 3))
-        assert not list(schedule(context))
+        assert not evaluate(schedule, instance, datetime(2026, 11, 22, 3))
 
 
 def test_invalid_cron_is_a_configuration_error_naming_the_field(tmp_path):
