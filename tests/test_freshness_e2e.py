@@ -60,10 +60,12 @@ def test_edited_note_is_searchable_after_the_sensor_run(sample_config, sample_va
         assert result.success
         assert result.dagster_run.tags["jarvis/changed_paths"] == NOTE
 
-        # What the automation sensor then does: publish, since every layer below is fresh.
+        # What the automation sensor then does: resolve cross-source links and publish, since
+        # every per-source layer is fresh; the publish job holds exactly those two.
         automation = evaluate(definitions, instance, automation_cursor)
-        assert automation.get_num_requested(dg.AssetKey("serving_snapshot")) == 1
-        assert automation.total_requested == 1
+        for asset in ("cross_source_links", "serving_snapshot"):
+            assert automation.get_num_requested(dg.AssetKey(asset)) == 1, asset
+        assert automation.total_requested == 2
         definitions.resolve_job_def(publish_serving_job.name).execute_in_process(
             instance=instance)
 
