@@ -70,9 +70,9 @@ class VaultConfig(_Strict):
     @field_validator("path")
     @classmethod
     def _must_be_directory(cls, path: Path) -> Path:
-        if not path.exists():
-            raise ValueError(f"vault directory does not exist: {path}")
-        if not path.is_dir():
+        # A missing folder (an unmounted drive) fails only this source's runs, not the
+        # configuration, so the other sources, sensors and the query side go on.
+        if path.exists() and not path.is_dir():
             raise ValueError(f"vault path is not a directory: {path}")
         return path
 
@@ -95,9 +95,7 @@ class RepoConfig(_Strict):
     @field_validator("path")
     @classmethod
     def _must_be_directory(cls, path: Path | None) -> Path | None:
-        if path is not None and not path.exists():
-            raise ValueError(f"repository directory does not exist: {path}")
-        if path is not None and not path.is_dir():
+        if path is not None and path.exists() and not path.is_dir():  # missing: see vaults
             raise ValueError(f"repository path is not a directory: {path}")
         return path
 
@@ -115,13 +113,6 @@ class TicketsConfig(_Strict):
     path: Path
     format: Literal["auto", "jira", "github"] = "auto"
     repo: str | None = None
-
-    @field_validator("path")
-    @classmethod
-    def _must_exist(cls, path: Path) -> Path:
-        if not path.exists():
-            raise ValueError(f"ticket export does not exist: {path}")
-        return path
 
 
 class IngestSettings(_Strict):

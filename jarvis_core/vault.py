@@ -156,3 +156,19 @@ def decode_note_bytes(data: bytes) -> tuple[str, list[str]]:
                 f"binary or non-UTF-8 content: invalid UTF-8 from byte {exc.start} on"
             ) from exc
         return text, [f"invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD"]
+
+
+class VaultUnavailable(OSError):
+    """The vault folder itself is missing or cannot be listed (an unmounted drive, say)."""
+
+
+def scan_existing_vault(root: Path, exclude: tuple[str, ...] = ()) -> VaultScan:
+    """``scan_vault``, raising when the vault itself is unreachable: an empty scan would read
+    as "every note deleted" and wipe the vault's data from every store."""
+    if not root.is_dir():
+        raise VaultUnavailable(f"vault directory is missing: {root}")
+    scan = scan_vault(root, exclude)
+    root_problems = [problem.reason for problem in scan.problems if problem.path == "."]
+    if root_problems:
+        raise VaultUnavailable(f"cannot list vault {root}: {root_problems[0]}")
+    return scan

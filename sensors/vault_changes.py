@@ -23,9 +23,8 @@ import duckdb
 
 from jarvis_assets.jobs import refresh_sources_job
 from jarvis_assets.partitions import source_partitions
-from jarvis_core.config import VaultConfig
 from jarvis_core.serving import NotPublished, current_version
-from jarvis_core.vault import VaultScan, scan_vault
+from jarvis_core.vault import VaultScan, scan_existing_vault
 from jarvis_resources import JarvisConfigResource
 
 MAX_PATHS_TAG_CHARS = 2_000
@@ -73,18 +72,6 @@ def truncated_list(items: list[str], limit: int) -> str:
             return ", ".join(kept) + suffix if kept else suffix.removeprefix(", ")
         kept.append(item)
     return text
-
-
-def scan_configured_vault(vault: VaultConfig) -> VaultScan:
-    """A stat scan that raises when the vault itself is unreachable: scan_vault would report
-    an empty vault, which reads as "every note deleted"."""
-    if not vault.path.is_dir():
-        raise FileNotFoundError(f"vault directory is missing: {vault.path}")
-    scan = scan_vault(vault.path, vault.exclude)
-    root_problems = [p.reason for p in scan.problems if p.path == "."]
-    if root_problems:
-        raise OSError(f"cannot list vault {vault.path}: {root_problems[0]}")
-    return scan
 
 
 def listing_digest(source: str, scan: VaultScan) -> str:
@@ -197,7 +184,8 @@ def vault_changes_sensor(context: dg.SensorEvaluationContext,
 
     for source in sorted(configured):
         try:
-            scan = scan_configured_vault(config.vaults[source])
+            vault = config.vaults[source]
+            scan = scan_existing_vault(vault.path, vault.exclude)
             digest = listing_digest(source, scan)
             if source in new_sources:  # no run key: a re-added vault's listing may repeat
                 run_requests.append(dg.RunRequest(partition_key=source,

@@ -37,7 +37,7 @@ def test_config_found_through_environment(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("vaults:\n  notes: does/not/exist\n", "vaults.notes.path"),
+    ("vaults:\n  notes: jarvis.yaml\n", "vaults.notes.path: Value error, vault path is not a"),
     ("vaults:\n  'bad name!': .\n", "source name 'bad name!'"),
     ("vaults: [a, b]\n", "'vaults' must be a mapping"),
     ("vaults:\n  v: .\nunknown_key: 1\n", "unknown_key"),

@@ -259,8 +259,12 @@ def test_repo_and_ticket_config(tmp_path):
                             base_dir=tmp_path)
     with pytest.raises(ConfigError, match="repos.r: .*needs a 'path'"):
         config_from_mapping({"repos": {"r": {"branch": "main"}}}, base_dir=tmp_path)
-    with pytest.raises(ConfigError, match="repos.r.path: .*does not exist"):
-        config_from_mapping({"repos": {"r": "nowhere"}}, base_dir=tmp_path)
+    with pytest.raises(ConfigError, match="repos.r.path: .*is not a directory"):
+        config_from_mapping({"repos": {"r": "export.json"}}, base_dir=tmp_path)
+    # a missing clone fails that source's runs (open_repository), not the configuration
+    missing = config_from_mapping({"repos": {"r": "nowhere"}}, base_dir=tmp_path)
+    with pytest.raises(GitError, match="nowhere: repository directory does not exist"):
+        open_repository(missing.repos["r"].path)
 
 
 def _commit_rows(sync) -> list[dict]:

@@ -139,6 +139,17 @@ def test_ticket_export_changes_by_content(tmp_path, exports, instance):
     assert request.run_key != first.run_requests[0].run_key
 
 
+def test_missing_export_is_logged_not_fatal(tmp_path, exports, instance, capfd):
+    config = write_config(tmp_path / "project", {},
+                          tickets={"issues": {"path": str(exports), "repo": "acme/lumen"}})
+    register(instance, "issues")
+    cursor = tick(ticket_exports_sensor, config, instance).cursor
+    shutil.rmtree(exports)
+    result = tick(ticket_exports_sensor, config, instance, cursor)
+    assert not result.run_requests and result.cursor == cursor
+    assert "ticket set 'issues' not checked for changes" in capfd.readouterr().err
+
+
 @pytest.mark.slow
 def test_after_a_refresh_an_empty_cursor_compares_with_the_published_version(
         tmp_path, repo, exports, instance):

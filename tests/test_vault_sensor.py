@@ -195,14 +195,14 @@ def test_an_unreadable_vault_does_not_stop_the_others(refreshed, instance, tmp_p
     both = write_config(tmp_path / "project", {"sample": refreshed.vaults["sample"].path,
                                                "second": second})
     instance.add_dynamic_partitions(source_partitions.name, ["second"])
-    scan = vault_changes.scan_vault
+    scan = vault_changes.scan_existing_vault
 
     def denied_for_second(root, exclude=()):
         if root == second:
             raise PermissionError(f"permission denied: {root}")
         return scan(root, exclude)
 
-    monkeypatch.setattr(vault_changes, "scan_vault", denied_for_second)
+    monkeypatch.setattr(vault_changes, "scan_existing_vault", denied_for_second)
     _edit(refreshed.vaults["sample"].path)
     result = tick(both, instance, cursor)
     assert [run.partition_key for run in result.run_requests] == ["sample"]
