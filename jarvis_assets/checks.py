@@ -14,6 +14,8 @@ from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.keyword_index import keyword_index
 from jarvis_assets.metadata import markdown_table
 from jarvis_assets.notes import raw_notes
+from jarvis_assets.partitions import WHOLE_SOURCE
+from jarvis_assets.repos import raw_repository
 from jarvis_assets.tickets import raw_tickets
 from jarvis_core import store
 from jarvis_core.chunking import embedding_text
@@ -69,6 +71,31 @@ def _sources_of_kind(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfi
     config = jarvis.load()
     return [source for source in _sources_in_scope(context, jarvis)
             if config.source_kind(source) == kind]
+
+
+def _source_reachable(asset: dg.AssetsDefinition, kind: str) -> dg.AssetChecksDefinition:
+    """A check that every in-scope source of ``kind`` could be read at all (its folder,
+    clone or export exists). A warning: what was stored before stays and is published, so the
+    other sources' news are not held back by an unmounted drive."""
+
+    @dg.asset_check(asset=asset, name="source_reachable",
+                    description=f"Every {kind} source could be read at all (an unmounted "
+                                "folder or a vanished clone or export fails this; its data "
+                                "stays as stored).")
+    def source_reachable(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
+                         duckdb: DuckDBResource) -> dg.AssetCheckResult:
+        with duckdb.get_connection() as conn:
+            store.ensure_schema(conn)
+            rows = store.read_frame(
+                conn, "SELECT source, reason FROM ingest_failures WHERE path = ? "
+                      "AND list_contains(?, source) ORDER BY source",
+                [WHOLE_SOURCE, _sources_of_kind(context, jarvis, kind)]).to_dicts()
+        return dg.AssetCheckResult(
+            passed=not rows, severity=dg.AssetCheckSeverity.WARN,
+            metadata={"unreachable": len(rows),
+                      "sources": markdown_table(rows, ["source", "reason"])})
+
+    return source_reachable
 
 
 @dg.asset_check(asset=raw_tickets, description="Share of export files and issues that could "
@@ -289,7 +316,11 @@ def keyword_index_matches_chunks(context: dg.AssetCheckExecutionContext,
                                                       "extra"])})
 
 
-asset_checks = [failed_file_ratio, failed_ticket_ratio, every_note_has_chunks,
+asset_checks = [failed_file_ratio, failed_ticket_ratio,
+                *(_source_reachable(asset, kind) for asset, kind in (
+                    (raw_notes, "vault"), (raw_repository, "repo"),
+                    (raw_tickets, "tickets"))),
+                every_note_has_chunks,
                 chunks_within_token_limit,
                 chunk_ids_unique, vector_store_consistency, no_dangling_edges, *cross_link_checks,
                 every_edge_has_evidence, broken_link_ratio, keyword_index_matches_chunks]

@@ -1,36 +1,22 @@
 """Raw layer for vaults: every note parsed into a row, every attachment listed."""
 
 import time
-from datetime import UTC, datetime
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.metadata import counts_table, markdown_table
-from jarvis_assets.partitions import other_kind_result, source_partitions
+from jarvis_assets.partitions import (
+    other_kind_result,
+    source_partitions,
+    unreachable_source_result,
+)
 from jarvis_core import store
 from jarvis_core.ingest import note_frame, plan_ingest
 from jarvis_core.vault import VaultScan, VaultUnavailable, scan_existing_vault
 from jarvis_resources import JarvisConfigResource
 
 DUCKDB_POOL = "jarvis_duckdb"
-
-
-def _vault_unavailable(context: dg.AssetExecutionContext, duckdb: DuckDBResource, source: str,
-                       reason: str) -> dg.MaterializeResult:
-    """The vault folder cannot be read (an unmounted drive): say so, keep its notes as they
-    were (an empty scan would read as "every note deleted"), let the other sources go on."""
-    context.log.error(f"{source}: vault not ingested: {reason}")
-    with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
-        store.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
-                           rows=store.frame("ingest_failures", [
-                               {"source": source, "path": ".", "reason": reason,
-                                "detected_at": datetime.now(UTC).replace(tzinfo=None)}]))
-        notes = conn.execute("SELECT count(*) FROM notes WHERE source = ?",
-                             [source]).fetchone()[0]
-    return dg.MaterializeResult(metadata={
-        "source_kind": "vault", "error": reason, "failed": 1, "dagster/row_count": notes})
 
 
 @dg.asset(
@@ -57,7 +43,8 @@ def raw_notes(
         scan = scan_existing_vault(vault.path, vault.exclude) if vault else \
             VaultScan(files=[], problems=[])
     except VaultUnavailable as exc:
-        return _vault_unavailable(context, duckdb, source, str(exc))
+        return unreachable_source_result(context, duckdb, source, "vault", str(exc),
+                                         "SELECT count(*) FROM notes WHERE source = ?")
     scanned = time.perf_counter()
 
     with duckdb.get_connection() as conn:

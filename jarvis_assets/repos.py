@@ -8,7 +8,11 @@ from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.notes import DUCKDB_POOL
-from jarvis_assets.partitions import other_kind_result, source_partitions
+from jarvis_assets.partitions import (
+    other_kind_result,
+    source_partitions,
+    unreachable_source_result,
+)
 from jarvis_core import store
 from jarvis_core.config import JarvisConfig
 from jarvis_core.git_source import (
@@ -91,22 +95,6 @@ def _write(conn, source: str, sync: RepoSync, branch: str, now: datetime) -> Non
                            rows=store.frame(table, rows))
 
 
-def _repository_failed(context: dg.AssetExecutionContext, duckdb: DuckDBResource, source: str,
-                       reason: str, now: datetime) -> dg.MaterializeResult:
-    """The repository cannot be read: say so, keep what earlier runs stored, let the other
-    sources go on."""
-    context.log.error(f"{source}: repository not ingested: {reason}")
-    with duckdb.get_connection() as conn:
-        store.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
-                           rows=store.frame("ingest_failures", [
-                               {"source": source, "path": ".", "reason": reason,
-                                "detected_at": now}]))
-        commits = conn.execute("SELECT count(*) FROM commits WHERE source = ?",
-                               [source]).fetchone()[0]
-    return dg.MaterializeResult(metadata={
-        "source_kind": "repo", "error": reason, "failed": 1, "dagster/row_count": commits})
-
-
 @dg.asset(
     partitions_def=source_partitions,
     group_name="sources",
@@ -149,7 +137,8 @@ def raw_repository(
                                docs=repo.docs, knowledge_dir=repo.knowledge_dir,
                                exclude=repo.exclude)
     except GitError as exc:
-        return _repository_failed(context, duckdb, source, str(exc), now)
+        return unreachable_source_result(context, duckdb, source, "repo", str(exc),
+                                         "SELECT count(*) FROM commits WHERE source = ?")
     read = time.perf_counter()
     for failure in sync.failures:
         context.log.warning(f"{source}/{failure['path']}: not ingested: {failure['reason']}")

@@ -9,7 +9,11 @@ from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.notes import DUCKDB_POOL
-from jarvis_assets.partitions import other_kind_result, source_partitions
+from jarvis_assets.partitions import (
+    other_kind_result,
+    source_partitions,
+    unreachable_source_result,
+)
 from jarvis_core import store
 from jarvis_core.config import TicketsConfig
 from jarvis_core.tickets import (
@@ -118,11 +122,9 @@ def raw_tickets(
                         file_rows, failed_before)
             ticket_set = read_ticket_set(settings.path, source, repo=settings.repo,
                                          expected=settings.format, reuse=reuse)
-    except TicketError as exc:  # the export vanished: keep what is stored, say why
-        context.log.error(f"{source}: {exc}")
-        return dg.MaterializeResult(metadata={
-            "failed": 1, "error": str(exc), "dagster/row_count": len(stored),
-            "source_kind": TICKETS_KIND})
+    except TicketError as exc:  # the export vanished
+        return unreachable_source_result(context, duckdb, source, TICKETS_KIND, str(exc),
+                                         "SELECT count(*) FROM tickets WHERE source = ?")
     parsed = time.perf_counter()
 
     changes = _changes(ticket_set, stored)

@@ -51,6 +51,13 @@ def test_refresh_reports_each_missing_source_and_goes_on(tmp_path):
     assert errors["notes"]["raw_notes"]["failed"] == 1
     assert errors["code"]["raw_repository"]["failed"] == 1
     assert errors["issues"]["raw_tickets"]["failed"] == 1
-    assert {(source, reason.split(":")[0]) for source, reason in rows(
-        config, "SELECT source, reason FROM ingest_failures WHERE path = '.'")} >= {
-        ("notes", "vault directory is missing")}
+    assert dict(rows(config, "SELECT source, reason FROM ingest_failures WHERE path = '.'")
+                ) == {"notes": f"vault directory is missing: {tmp_path / 'gone'}",
+                      "code": f"{tmp_path / 'no-clone'}: repository directory does not exist",
+                      "issues": f"ticket export path does not exist: "
+                                f"{tmp_path / 'no-export.json'}"}
+    for entry in report["sources"]:  # a warning says so; what was stored is still published
+        [check] = [c for c in entry["checks"] if c["check"] == "source_reachable"
+                   and not c["passed"]]
+        assert check["severity"] == "WARN" and entry["ok"]
+    assert report["ok"] and report["published"]["ok"]

@@ -31,7 +31,8 @@ def test_sample_vault_materializes_with_every_check_passing(sample_config, insta
                                 "no_orphan_vectors", "no_dangling_edges",
                                 "every_edge_has_evidence", "broken_link_ratio",
                                 "failed_ticket_ratio", "keyword_index_matches_chunks",
-                                "snapshot_matches_graph", "snapshot_figures_consistent"}
+                                "snapshot_matches_graph", "snapshot_figures_consistent",
+                                "source_reachable"}
     failing = {name: e.metadata for name, e in evaluations.items() if not e.passed}
     assert not failing, f"asset checks failed on the sample vault: {failing}"
 
