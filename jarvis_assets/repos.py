@@ -166,9 +166,13 @@ def raw_repository(
             "SELECT lower(author_email), count(*) FROM commits WHERE source = ? "
             "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 15", [source]).fetchall()
 
-    counts = {"new": len(sync.new_commits), "changed": len(sync.docs),
-              "unchanged": commits - len(sync.new_commits),
-              "deleted": len(sync.removed_shas), "failed": failed}
+    # Counted per document, as the chunks layer counts them: commits and docs (a doc read
+    # again because its blob changed is changed, a first read is new).
+    changed_docs = sum(1 for doc in sync.docs if doc["path"] in stored.docs)
+    counts = {"new": len(sync.new_commits) + len(sync.docs) - changed_docs,
+              "changed": changed_docs,
+              "unchanged": commits - len(sync.new_commits) + docs - len(sync.docs),
+              "deleted": len(sync.removed_shas) + len(sync.removed_docs), "failed": failed}
     context.log.info(f"{source}: repository {counts} at {sync.head[:12]}")
     return dg.MaterializeResult(metadata={
         **counts,

@@ -102,7 +102,7 @@ def test_first_refresh_ingests_commits_files_and_persons(history):
     run = history["initial"]
     assert run["report"]["ok"], run["report"]
     raw = layer(run["report"], "raw_repository")
-    assert raw["new"] == 3 and raw["failed"] == 0
+    assert raw["new"] == 4 and raw["failed"] == 0  # three commits and the README
     state = run["state"]
     assert set(state["commits"]) == set(history["first"])
     persons = [key for key, kind in state["nodes"].items() if kind == "person"]
