@@ -50,22 +50,6 @@ def _ratio_warning(rows: list[dict], *, good: str, bad: str, limit: float
                   "per_source": markdown_table(rows, ["source", good, bad, "ratio"])})
 
 
-@dg.asset_check(asset=raw_notes, description="Share of files that could not be ingested, "
-                "per source, stays under ingest.max_failed_ratio (warning).")
-def failed_file_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
-                      duckdb: DuckDBResource) -> dg.AssetCheckResult:
-    limit = jarvis.load().ingest.max_failed_ratio
-    with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
-        rows = store.read_frame(conn, """
-            SELECT s.source,
-                   (SELECT count(*) FROM notes n WHERE n.source = s.source) AS notes,
-                   (SELECT count(*) FROM ingest_failures f WHERE f.source = s.source) AS failed
-            FROM (SELECT unnest(?::VARCHAR[]) AS source) s
-        """, [_sources_of_kind(context, jarvis, "vault")]).to_dicts()
-    return _ratio_warning(rows, good="notes", bad="failed", limit=limit)
-
-
 def _sources_of_kind(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
                      kind: str) -> list[str]:
     config = jarvis.load()
@@ -98,20 +82,30 @@ def _source_reachable(asset: dg.AssetsDefinition, kind: str) -> dg.AssetChecksDe
     return source_reachable
 
 
-@dg.asset_check(asset=raw_tickets, description="Share of export files and issues that could "
-                "not be read, per ticket set, stays under ingest.max_failed_ratio (warning).")
-def failed_ticket_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
-                        duckdb: DuckDBResource) -> dg.AssetCheckResult:
-    limit = jarvis.load().ingest.max_failed_ratio
-    with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
-        rows = store.read_frame(conn, """
-            SELECT s.source,
-                   (SELECT count(*) FROM tickets t WHERE t.source = s.source) AS tickets,
-                   (SELECT count(*) FROM ingest_failures f WHERE f.source = s.source) AS failed
-            FROM (SELECT unnest(?::VARCHAR[]) AS source) s
-        """, [_sources_of_kind(context, jarvis, "tickets")]).to_dicts()
-    return _ratio_warning(rows, good="tickets", bad="failed", limit=limit)
+def _failed_ratio(asset: dg.AssetsDefinition, name: str, kind: str, table: str,
+                  what: str) -> dg.AssetChecksDefinition:
+    """A warning when, in some source of ``kind``, the share of items that could not be read
+    (``ingest_failures``) among them and the rows of ``table`` exceeds
+    ingest.max_failed_ratio."""
+
+    @dg.asset_check(asset=asset, name=name,
+                    description=f"Share of {what} that could not be read, per {kind} source, "
+                                "stays under ingest.max_failed_ratio (warning).")
+    def failed_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
+                     duckdb: DuckDBResource) -> dg.AssetCheckResult:
+        with duckdb.get_connection() as conn:
+            store.ensure_schema(conn)
+            rows = store.read_frame(conn, f"""
+                SELECT s.source,
+                       (SELECT count(*) FROM {table} t WHERE t.source = s.source) AS {table},
+                       (SELECT count(*) FROM ingest_failures f WHERE f.source = s.source)
+                           AS failed
+                FROM (SELECT unnest(?::VARCHAR[]) AS source) s
+            """, [_sources_of_kind(context, jarvis, kind)]).to_dicts()
+        return _ratio_warning(rows, good=table, bad="failed",
+                              limit=jarvis.load().ingest.max_failed_ratio)
+
+    return failed_ratio
 
 
 @dg.asset_check(asset=chunks, blocking=True,
@@ -316,7 +310,9 @@ def keyword_index_matches_chunks(context: dg.AssetCheckExecutionContext,
                                                       "extra"])})
 
 
-asset_checks = [failed_file_ratio, failed_ticket_ratio,
+asset_checks = [_failed_ratio(raw_notes, "failed_file_ratio", "vault", "notes", "files"),
+                _failed_ratio(raw_tickets, "failed_ticket_ratio", "tickets", "tickets",
+                              "export files and issues"),
                 *(_source_reachable(asset, kind) for asset, kind in (
                     (raw_notes, "vault"), (raw_repository, "repo"),
                     (raw_tickets, "tickets"))),
