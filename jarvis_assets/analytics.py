@@ -12,7 +12,15 @@ from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.notes import DUCKDB_POOL
 from jarvis_assets.partitions import source_partitions
-from jarvis_core import analytics, store
+from jarvis_core.analytics.charts import png_markdown, render_charts
+from jarvis_core.analytics.figures import LIST_LIMIT, QUALITY_FORMULA, compute_snapshot
+from jarvis_core.analytics.history import (
+    graph_content_hash,
+    history,
+    record_snapshot,
+    remove_history,
+)
+from jarvis_core.stores import tables
 from jarvis_resources import JarvisConfigResource
 
 _CHART_TITLES = {"community_sizes": "Community sizes", "degree_distribution":
@@ -42,20 +50,20 @@ def vault_analytics(
     if source not in config.source_names:
         context.log.warning(f"source {source!r} is not configured: removing its snapshots")
         with duckdb.get_connection() as conn:
-            store.ensure_schema(conn)
-            removed = analytics.remove_history(conn, source)
+            tables.ensure_schema(conn)
+            removed = remove_history(conn, source)
         return dg.MaterializeResult(metadata={"snapshots_removed": removed,
                                               "dagster/row_count": 0})
     now = datetime.now(UTC).replace(tzinfo=None)
     with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
-        snapshot = analytics.compute_snapshot(conn, source, settings, now)
-        dropped = analytics.record_snapshot(conn, snapshot, settings.keep_snapshots)
-        trend = analytics.history(conn, source)
+        tables.ensure_schema(conn)
+        snapshot = compute_snapshot(conn, source, settings, now)
+        dropped = record_snapshot(conn, snapshot, settings.keep_snapshots)
+        trend = history(conn, source)
     started = time.perf_counter()
     chart_dir = config.data_dir / "analytics" / source
     try:  # the snapshot is recorded: a chart that cannot be drawn only costs the picture
-        charts = analytics.render_charts(snapshot, trend)
+        charts = render_charts(snapshot, trend)
         chart_dir.mkdir(parents=True, exist_ok=True)
         for name, png in charts.items():
             (chart_dir / f"{name}.png").write_bytes(png)
@@ -92,13 +100,13 @@ def vault_analytics(
             figures["folders"], ["folder", "notes", "words", "links_out", "links_in", "orphans",
                                  "broken_links", "mean_quality"], limit=30),
         "lowest_quality": markdown_table(figures["quality"]["lowest"], ["path", "quality"]),
-        "quality_formula": dg.MetadataValue.md(analytics.QUALITY_FORMULA),
+        "quality_formula": dg.MetadataValue.md(QUALITY_FORMULA),
         "cross_source": dg.MetadataValue.json(figures["cross_source"]),
         "trend": markdown_table(
             [{**p, "generated_at": f"{p['generated_at']:%Y-%m-%d %H:%M}"} for p in trend[::-1]],
             ["generated_at", "notes", "links", "orphans", "dead_ends", "broken_links",
              "stale_notes", "communities"]),
-        **{f"chart_{name}": dg.MetadataValue.md(analytics.png_markdown(_CHART_TITLES[name], png))
+        **{f"chart_{name}": dg.MetadataValue.md(png_markdown(_CHART_TITLES[name], png))
            for name, png in charts.items()},
         "charts_dir": dg.MetadataValue.path(str(chart_dir)),
         **({"chart_error": chart_error} if chart_error else {}),
@@ -135,7 +143,7 @@ def vault_analytics_checks(context: dg.AssetCheckExecutionContext,
                     mismatched.append({"source": source, "snapshot": "(none)",
                                        "snapshot_hash": "", "graph_hash": ""})
                 continue
-            graph_hash = analytics.graph_content_hash(conn, source)
+            graph_hash = graph_content_hash(conn, source)
             if graph_hash != latest[1]:
                 mismatched.append({"source": source, "snapshot": latest[0],
                                    "snapshot_hash": latest[1], "graph_hash": graph_hash})
@@ -157,12 +165,12 @@ def _inconsistencies(conn, source: str, snapshot_id: str) -> list[str]:
         "SELECT figures FROM analytics_snapshots WHERE source = ? AND snapshot_id = ?",
         [source, snapshot_id]).fetchone()[0])
     totals = figures["totals"]
-    rows = store.read_frame(conn, "SELECT * FROM analytics_notes WHERE source = ? AND "
+    rows = tables.read_frame(conn, "SELECT * FROM analytics_notes WHERE source = ? AND "
                                   "snapshot_id = ?", [source, snapshot_id]).to_dicts()
     notes = {path for (path,) in conn.execute(
         "SELECT path FROM notes WHERE source = ?", [source]).fetchall()}
     orphans, dead_ends = set(figures["orphans"]), set(figures["dead_ends"])
-    complete = {name: len(figures[name]) < analytics.LIST_LIMIT
+    complete = {name: len(figures[name]) < LIST_LIMIT
                 for name in ("communities", "folders")}
     in_communities = sum(c["size"] for c in figures["communities"])
     found = {

@@ -17,10 +17,10 @@ from jarvis_assets.notes import raw_notes
 from jarvis_assets.partitions import WHOLE_SOURCE
 from jarvis_assets.repos import raw_repository
 from jarvis_assets.tickets import raw_tickets
-from jarvis_core import store
-from jarvis_core.chunking import embedding_text
-from jarvis_core.keyword_index import KeywordIndex
-from jarvis_core.models import token_counter
+from jarvis_core.stores import tables
+from jarvis_core.stores.keyword import KeywordIndex
+from jarvis_core.text.chunking import embedding_text
+from jarvis_core.text.tokens import token_counter
 from jarvis_resources import (
     EmbedderResource,
     GraphStoreResource,
@@ -69,8 +69,8 @@ def _source_reachable(asset: dg.AssetsDefinition, kind: str) -> dg.AssetChecksDe
     def source_reachable(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
                          duckdb: DuckDBResource) -> dg.AssetCheckResult:
         with duckdb.get_connection() as conn:
-            store.ensure_schema(conn)
-            rows = store.read_frame(
+            tables.ensure_schema(conn)
+            rows = tables.read_frame(
                 conn, "SELECT source, reason FROM ingest_failures WHERE path = ? "
                       "AND list_contains(?, source) ORDER BY source",
                 [WHOLE_SOURCE, _sources_of_kind(context, jarvis, kind)]).to_dicts()
@@ -94,8 +94,8 @@ def _failed_ratio(asset: dg.AssetsDefinition, name: str, kind: str, table: str,
     def failed_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
                      duckdb: DuckDBResource) -> dg.AssetCheckResult:
         with duckdb.get_connection() as conn:
-            store.ensure_schema(conn)
-            rows = store.read_frame(conn, f"""
+            tables.ensure_schema(conn)
+            rows = tables.read_frame(conn, f"""
                 SELECT s.source,
                        (SELECT count(*) FROM {table} t WHERE t.source = s.source) AS {table},
                        (SELECT count(*) FROM ingest_failures f WHERE f.source = s.source)
@@ -113,7 +113,7 @@ def _failed_ratio(asset: dg.AssetsDefinition, name: str, kind: str, table: str,
 def every_note_has_chunks(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
                           duckdb: DuckDBResource) -> dg.AssetCheckResult:
     with duckdb.get_connection() as conn:
-        missing = store.read_frame(conn, """
+        missing = tables.read_frame(conn, """
             SELECT n.source, n.path FROM notes n
             WHERE list_contains(?, n.source) AND trim(n.body) <> ''
               AND NOT EXISTS (SELECT 1 FROM chunks c
@@ -136,7 +136,7 @@ def chunks_within_token_limit(context: dg.AssetCheckExecutionContext,
     config = jarvis.load()
     counter = token_counter(config.embedding.model, config.chunking.max_tokens)
     with duckdb.get_connection() as conn:
-        rows = store.read_frame(
+        rows = tables.read_frame(
             conn, "SELECT chunk_id, path, context, text, token_count FROM chunks "
                   "WHERE list_contains(?, source)", [_sources_in_scope(context, jarvis)])
     recounted = counter.count([embedding_text(chunk_context, text) for chunk_context, text
@@ -160,7 +160,7 @@ def chunks_within_token_limit(context: dg.AssetCheckExecutionContext,
                 description="Chunk ids are unique: vectors and graph evidence are keyed by them.")
 def chunk_ids_unique(duckdb: DuckDBResource) -> dg.AssetCheckResult:
     with duckdb.get_connection() as conn:
-        duplicates = store.read_frame(conn, """
+        duplicates = tables.read_frame(conn, """
             SELECT chunk_id, count(*) AS copies, string_agg(DISTINCT path, ', ') AS paths
             FROM chunks GROUP BY chunk_id HAVING count(*) > 1 ORDER BY copies DESC
         """).to_dicts()
@@ -220,7 +220,7 @@ def vector_store_consistency(context: dg.AssetCheckExecutionContext,
 def no_dangling_edges(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
                       duckdb: DuckDBResource, graph: GraphStoreResource) -> dg.AssetCheckResult:
     with duckdb.get_connection() as conn:
-        dangling = store.read_frame(conn, """
+        dangling = tables.read_frame(conn, """
             SELECT e.source, e.src, e.relation, e.dst FROM graph_edges e
             WHERE list_contains(?, e.source)
               AND (NOT EXISTS (SELECT 1 FROM graph_nodes n WHERE n.node_key = e.src)
@@ -242,7 +242,7 @@ def every_edge_has_evidence(context: dg.AssetCheckExecutionContext,
                             jarvis: JarvisConfigResource,
                             duckdb: DuckDBResource) -> dg.AssetCheckResult:
     with duckdb.get_connection() as conn:
-        missing = store.read_frame(conn, """
+        missing = tables.read_frame(conn, """
             WITH cited AS (
                 SELECT edge_key, unnest(evidence) AS chunk_id FROM graph_edges
                 WHERE list_contains($1, source)
@@ -270,7 +270,7 @@ def broken_link_ratio(context: dg.AssetCheckExecutionContext, jarvis: JarvisConf
                       duckdb: DuckDBResource) -> dg.AssetCheckResult:
     limit = jarvis.load().graph.max_broken_link_ratio
     with duckdb.get_connection() as conn:
-        rows = store.read_frame(conn, """
+        rows = tables.read_frame(conn, """
             SELECT s.source,
                    (SELECT count(*) FROM graph_edges e WHERE e.source = s.source
                       AND e.relation IN ('LINKS_TO', 'EMBEDS')) AS links,

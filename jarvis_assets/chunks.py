@@ -11,15 +11,15 @@ from jarvis_assets.notes import DUCKDB_POOL, raw_notes
 from jarvis_assets.partitions import source_partitions
 from jarvis_assets.repos import raw_repository
 from jarvis_assets.tickets import raw_tickets
-from jarvis_core import store
-from jarvis_core.documents import (
+from jarvis_core.stores import tables
+from jarvis_core.text.documents import (
     Document,
     chunk_config_id,
     chunk_frames,
     plan_chunks,
     stale_documents,
 )
-from jarvis_core.models import token_counter
+from jarvis_core.text.tokens import token_counter
 from jarvis_resources import JarvisConfigResource
 
 # Every source kind contributes its documents through one select of this shape ($1 is the
@@ -66,15 +66,15 @@ def chunks(
                                 config.chunking.overlap_tokens)
 
     with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
-        current = store.read_frame(
+        tables.ensure_schema(conn)
+        current = tables.read_frame(
             conn, f"SELECT path, doc_hash FROM ({_DOCUMENTS_SQL})", [source])
-        chunked = store.read_frame(
+        chunked = tables.read_frame(
             conn, "SELECT path, doc_hash, chunk_config FROM chunked_documents WHERE source = ?",
             [source])
         new, changed, deleted, unchanged = stale_documents(current, chunked, config_id)
         documents = [
-            Document(**row) for row in store.read_frame(
+            Document(**row) for row in tables.read_frame(
                 conn, f"SELECT * FROM ({_DOCUMENTS_SQL}) WHERE list_contains($2, path)",
                 [source, new + changed]).iter_rows(named=True)
         ]
@@ -91,9 +91,9 @@ def chunks(
     chunk_rows, document_rows = chunk_frames(plan)
 
     with duckdb.get_connection() as conn:
-        store.replace_rows(conn, "chunks", source=source, remove_paths=plan.removed_paths,
+        tables.replace_rows(conn, "chunks", source=source, remove_paths=plan.removed_paths,
                            rows=chunk_rows)
-        store.replace_rows(conn, "chunked_documents", source=source,
+        tables.replace_rows(conn, "chunked_documents", source=source,
                            remove_paths=plan.removed_paths, rows=document_rows)
         total, max_tokens = conn.execute(
             "SELECT count(*), coalesce(max(token_count), 0) FROM chunks WHERE source = ?",

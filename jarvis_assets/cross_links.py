@@ -11,10 +11,10 @@ from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.graph import GRAPH_POOL, knowledge_graph
 from jarvis_assets.metadata import counts_table, markdown_table
-from jarvis_core import store
-from jarvis_core.graph_model import EXPLICIT, Edge, Node
-from jarvis_core.people import Identity, PersonDirectory
-from jarvis_core.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX, ReferenceIndex
+from jarvis_core.graph.model import EXPLICIT, Edge, Node
+from jarvis_core.sources.people import Identity, PersonDirectory
+from jarvis_core.sources.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX, ReferenceIndex
+from jarvis_core.stores import tables
 from jarvis_resources import GraphStoreResource
 
 # Reasons listed in unresolved_references ('no_such_file': most path-like words are not paths).
@@ -52,7 +52,7 @@ def resolve_references(references: list[dict], nodes: list[dict]
 
 def same_person_edges(persons: list[dict]) -> list[Edge]:
     """SAME_AS edges between person nodes that different sources keyed differently but
-    ``jarvis_core.people`` folds into one person (a GitHub login 'maya-chen' spelling the
+    ``jarvis_core.sources.people`` folds into one person (a GitHub login 'maya-chen' spelling the
     full name of 'Maya Chen <maya.chen@...>'), from each node to the group's canonical key."""
     directory = PersonDirectory()
     identities: dict[str, list[Identity]] = defaultdict(list)
@@ -99,7 +99,7 @@ def _replace_origins(conn, table: str, origins: set[str] | None, rows: pl.DataFr
     conn.register("jarvis_doomed", doomed.to_arrow())
     conn.register("jarvis_rows", rows.to_arrow())
     try:
-        with store.transaction(conn):
+        with tables.transaction(conn):
             conn.execute(f"DELETE FROM {table}" if origins is None else
                          f"DELETE FROM {table} WHERE origin IN (SELECT origin FROM jarvis_doomed)")
             if rows.height:
@@ -130,13 +130,13 @@ def cross_source_links(context: dg.AssetExecutionContext, duckdb: DuckDBResource
     """
     started = time.perf_counter()
     with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
-        references = store.read_frame(conn, "SELECT * FROM graph_references").to_dicts()
-        nodes = store.read_frame(
+        tables.ensure_schema(conn)
+        references = tables.read_frame(conn, "SELECT * FROM graph_references").to_dicts()
+        nodes = tables.read_frame(
             conn, "SELECT DISTINCT ON (node_key) node_key, type, title, node_source, properties "
                   "FROM graph_nodes WHERE type IN ('ticket', 'commit', 'file', 'note', "
                   "'repo_doc', 'person') ORDER BY node_key, source").to_dicts()
-        persons = store.read_frame(  # every source's copy: each knows other spellings
+        persons = tables.read_frame(  # every source's copy: each knows other spellings
             conn, "SELECT node_key, title, properties, source FROM graph_nodes "
                   "WHERE type = 'person' ORDER BY source, node_key").to_dicts()
         existing: dict[str, set[str]] = defaultdict(set)
@@ -164,10 +164,10 @@ def cross_source_links(context: dg.AssetExecutionContext, duckdb: DuckDBResource
                  "node_key": edge.dst} for edge in rewritten for chunk_id in edge.evidence]
     with duckdb.get_connection() as conn:
         _replace_origins(conn, "graph_edges", changed,
-                         store.frame("graph_edges", map(_edge_row, rewritten)))
-        _replace_origins(conn, "chunk_mentions", changed, store.frame("chunk_mentions", mentions))
+                         tables.frame("graph_edges", map(_edge_row, rewritten)))
+        _replace_origins(conn, "chunk_mentions", changed, tables.frame("chunk_mentions", mentions))
         _replace_origins(conn, "unresolved_references", None,
-                         store.frame("unresolved_references", unresolved))
+                         tables.frame("unresolved_references", unresolved))
 
     by_relation: dict[str, int] = defaultdict(int)
     for edge in edges:
@@ -199,7 +199,7 @@ def cross_source_links(context: dg.AssetExecutionContext, duckdb: DuckDBResource
 def cross_source_edges_valid(duckdb: DuckDBResource,
                              graph: GraphStoreResource) -> dg.AssetCheckResult:
     with duckdb.get_connection() as conn:
-        invalid = store.read_frame(conn, """
+        invalid = tables.read_frame(conn, """
             WITH cited AS (
                 SELECT edge_key, unnest(evidence) AS chunk_id FROM graph_edges
                 WHERE extractor = $1
@@ -232,7 +232,7 @@ def cross_source_edges_valid(duckdb: DuckDBResource,
                 "match), listed in unresolved_references (warning).")
 def unresolved_ticket_references(duckdb: DuckDBResource) -> dg.AssetCheckResult:
     with duckdb.get_connection() as conn:
-        rows = store.read_frame(
+        rows = tables.read_frame(
             conn, "SELECT source, origin, written, reason, line FROM unresolved_references "
                   "WHERE list_contains(?, reason) ORDER BY source, origin, line",
             [list(WARN_REASONS)]).to_dicts()

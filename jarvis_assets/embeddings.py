@@ -8,8 +8,8 @@ from dagster_duckdb import DuckDBResource
 from jarvis_assets.automation import follows_upstream
 from jarvis_assets.chunks import chunks
 from jarvis_assets.partitions import source_partitions
-from jarvis_core import store
-from jarvis_core.vector_sync import PAYLOAD_SQL, sync_source
+from jarvis_core.stores import tables
+from jarvis_core.stores.vectors.sync import PAYLOAD_SQL, sync_source
 from jarvis_resources import EmbedderResource, VectorStoreResource
 
 VECTORS_POOL = "jarvis_vectors"
@@ -32,7 +32,7 @@ def embeddings(
     source = context.partition_key
     started = time.perf_counter()
     with duckdb.get_connection() as conn:
-        rows = store.read_frame(conn, PAYLOAD_SQL, [source])
+        rows = tables.read_frame(conn, PAYLOAD_SQL, [source])
     model = embedder.get()
     with vectors.open(model.model, model.dimension) as vector_store:
         report = sync_source(source, rows, vector_store, model)

@@ -16,14 +16,15 @@ from jarvis_assets.chunks import chunks
 from jarvis_assets.embeddings import embeddings
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.partitions import source_partitions
-from jarvis_core import store
 from jarvis_core.config import JarvisConfig
-from jarvis_core.graph_extract import SourceGraph, extract_vault_graph, similarity_edges
-from jarvis_core.graph_model import Edge
-from jarvis_core.people import identities_of
-from jarvis_core.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX
-from jarvis_core.repo_graph import extract_repo_graph
-from jarvis_core.ticket_graph import extract_ticket_graph
+from jarvis_core.graph.model import Edge, SourceGraph
+from jarvis_core.graph.repo import extract_repo_graph
+from jarvis_core.graph.similarity import similarity_edges
+from jarvis_core.graph.tickets import extract_ticket_graph
+from jarvis_core.graph.vault import extract_vault_graph
+from jarvis_core.sources.people import identities_of
+from jarvis_core.sources.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX
+from jarvis_core.stores import tables
 from jarvis_resources import (
     EmbedderResource,
     GraphStoreResource,
@@ -138,7 +139,7 @@ def knowledge_graph(
     targets are recorded in ``graph_broken_links``. With ``graph.similarity_top_k`` set,
     notes whose mean chunk vectors are close get inferred SIMILAR_TO edges. Only the
     subgraphs of documents whose output changed (an edit, a link that resolves differently,
-    a new similarity) are rewritten, in DuckDB and the graph store.
+    a new similarity) are rewritten, in DuckDB and the graph tables.
     """
     source = context.partition_key
     config = jarvis.load()
@@ -147,10 +148,10 @@ def knowledge_graph(
     started = time.perf_counter()
     now = datetime.now(UTC).replace(tzinfo=None)
     with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
-        inputs = {name: store.read_frame(conn, sql, [source]).to_dicts()
+        tables.ensure_schema(conn)
+        inputs = {name: tables.read_frame(conn, sql, [source]).to_dicts()
                   for name, sql in extractor.queries.items()}
-        chunk_rows = store.read_frame(
+        chunk_rows = tables.read_frame(
             conn, "SELECT chunk_id, doc_key, path, char_start, char_end FROM chunks "
                   "WHERE source = ?", [source]).to_dicts()
         previous = dict(conn.execute(
@@ -201,10 +202,10 @@ def knowledge_graph(
                                for origin, fingerprint in fingerprints.items()
                                if origin in changed]),
         ):
-            store.replace_rows(conn, table, source=source, remove_paths=rewrite,
-                               rows=store.frame(table, rows), key_column="origin")
-        store.replace_rows(conn, "graph_nodes", source=source, remove_paths=None,
-                           rows=store.frame("graph_nodes", node_rows))
+            tables.replace_rows(conn, table, source=source, remove_paths=rewrite,
+                               rows=tables.frame(table, rows), key_column="origin")
+        tables.replace_rows(conn, "graph_nodes", source=source, remove_paths=None,
+                           rows=tables.frame("graph_nodes", node_rows))
         # as in the graph store, a node that is gone (a removed ticket, commit or file) takes
         # the cross-source edges touching it; cross_source_links resolves them again
         conn.execute("DELETE FROM graph_edges WHERE extractor = ? AND NOT ("

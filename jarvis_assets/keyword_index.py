@@ -10,9 +10,9 @@ from jarvis_assets.automation import follows_upstream
 from jarvis_assets.chunks import chunks
 from jarvis_assets.metadata import counts_table
 from jarvis_assets.partitions import source_partitions
-from jarvis_core import store
-from jarvis_core.keyword_index import KeywordIndex
-from jarvis_core.vector_sync import PAYLOAD_SQL
+from jarvis_core.stores import tables
+from jarvis_core.stores.keyword import KeywordIndex
+from jarvis_core.stores.vectors.sync import PAYLOAD_SQL
 from jarvis_resources import JarvisConfigResource
 
 
@@ -35,8 +35,8 @@ def keyword_index(
     config = jarvis.load()
     started = time.perf_counter()
     with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
-        rows = store.read_frame(conn, PAYLOAD_SQL, [source])
+        tables.ensure_schema(conn)
+        rows = tables.read_frame(conn, PAYLOAD_SQL, [source])
     read_at = time.perf_counter()
     with KeywordIndex(config.keyword_path) as index:
         report = index.sync_source(source, rows)

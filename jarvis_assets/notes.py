@@ -11,9 +11,9 @@ from jarvis_assets.partitions import (
     source_partitions,
     unreachable_source_result,
 )
-from jarvis_core import store
-from jarvis_core.ingest import note_frame, plan_ingest
-from jarvis_core.vault import VaultScan, VaultUnavailable, scan_existing_vault
+from jarvis_core.sources.vault_plan import note_frame, plan_ingest
+from jarvis_core.sources.vault_scan import VaultScan, VaultUnavailable, scan_existing_vault
+from jarvis_core.stores import tables
 from jarvis_resources import JarvisConfigResource
 
 DUCKDB_POOL = "jarvis_duckdb"
@@ -48,11 +48,11 @@ def raw_notes(
     scanned = time.perf_counter()
 
     with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
-        existing = store.read_frame(
+        tables.ensure_schema(conn)
+        existing = tables.read_frame(
             conn, "SELECT path, size_bytes, mtime_ns, content_hash, parser_version "
                   "FROM notes WHERE source = ?", [source])
-        failures_before = store.read_frame(
+        failures_before = tables.read_frame(
             conn, "SELECT path, size_bytes, mtime_ns, reason FROM ingest_failures "
                   "WHERE source = ?", [source])
     if vault is None and existing.height:
@@ -64,16 +64,16 @@ def raw_notes(
         context.log.warning(f"{source}/{failure['path']}: not ingested: {failure['reason']}")
 
     with duckdb.get_connection() as conn:
-        store.replace_rows(conn, "notes", source=source, remove_paths=plan.removed_paths,
+        tables.replace_rows(conn, "notes", source=source, remove_paths=plan.removed_paths,
                            rows=note_frame(plan))
         if plan.touched:
             conn.executemany("UPDATE notes SET size_bytes = ?, mtime_ns = ? "
                              "WHERE source = ? AND path = ?",
                              [(size, mtime, source, path) for size, mtime, path in plan.touched])
-        store.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
-                           rows=store.frame("ingest_failures", plan.failures))
-        store.replace_rows(conn, "attachments", source=source, remove_paths=None,
-                           rows=store.frame("attachments", plan.attachments))
+        tables.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
+                           rows=tables.frame("ingest_failures", plan.failures))
+        tables.replace_rows(conn, "attachments", source=source, remove_paths=None,
+                           rows=tables.frame("attachments", plan.attachments))
         total, with_warnings = conn.execute(
             "SELECT count(*), count(*) FILTER (WHERE len(warnings) > 0) FROM notes "
             "WHERE source = ?", [source]).fetchone()

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from jarvis_core import store
 from jarvis_core.config import JarvisConfig
+from jarvis_core.stores import tables
 
 # The ingest_failures path of a failure of the whole source rather than one of its items.
 WHOLE_SOURCE = "."
@@ -36,9 +36,9 @@ def unreachable_source_result(context: dg.AssetExecutionContext, duckdb: DuckDBR
     for the ``source_reachable`` check, and let the other sources go on."""
     context.log.error(f"{source}: not ingested: {reason}")
     with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
-        store.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
-                           rows=store.frame("ingest_failures", [{
+        tables.ensure_schema(conn)
+        tables.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
+                           rows=tables.frame("ingest_failures", [{
                                "source": source, "path": WHOLE_SOURCE, "reason": reason,
                                "detected_at": datetime.now(UTC).replace(tzinfo=None)}]))
         kept = conn.execute(count_sql, [source]).fetchone()[0]

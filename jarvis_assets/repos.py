@@ -13,16 +13,10 @@ from jarvis_assets.partitions import (
     source_partitions,
     unreachable_source_result,
 )
-from jarvis_core import store
 from jarvis_core.config import JarvisConfig
-from jarvis_core.git_source import (
-    GitError,
-    RepoSync,
-    StoredRepo,
-    language,
-    mirror,
-    sync_repository,
-)
+from jarvis_core.sources.git import GitError, mirror
+from jarvis_core.sources.repos import RepoSync, StoredRepo, language, sync_repository
+from jarvis_core.stores import tables
 from jarvis_resources import JarvisConfigResource
 
 # Every table a repository writes, with the column its rows are removed by.
@@ -78,8 +72,8 @@ def _write(conn, source: str, sync: RepoSync, branch: str, now: datetime) -> Non
         ("repo_knowledge", sync.removed_knowledge,
          [{"source": source, **row} for row in sync.knowledge]),
     ):
-        store.replace_rows(conn, table, source=source, remove_paths=remove,
-                           rows=store.frame(table, rows),
+        tables.replace_rows(conn, table, source=source, remove_paths=remove,
+                           rows=tables.frame(table, rows),
                            key_column=dict(REPO_TABLES)[table])
     for table, rows in (
         ("repo_files", [{"source": source, "path": e.path, "language": language(e.path),
@@ -91,8 +85,8 @@ def _write(conn, source: str, sync: RepoSync, branch: str, now: datetime) -> Non
                          "shallow": sync.shallow, "commit_count": sync.commit_count,
                          "settings": sync.settings, "ingested_at": now}]),
     ):
-        store.replace_rows(conn, table, source=source, remove_paths=None,
-                           rows=store.frame(table, rows))
+        tables.replace_rows(conn, table, source=source, remove_paths=None,
+                           rows=tables.frame(table, rows))
 
 
 @dg.asset(
@@ -119,17 +113,17 @@ def raw_repository(
     now = datetime.now(UTC).replace(tzinfo=None)
     if source not in config.repos:
         with duckdb.get_connection() as conn:
-            store.ensure_schema(conn)
+            tables.ensure_schema(conn)
             for table in (*dict(REPO_TABLES), "ingest_failures"):
-                store.replace_rows(conn, table, source=source, remove_paths=None,
-                                   rows=store.frame(table, []))
+                tables.replace_rows(conn, table, source=source, remove_paths=None,
+                                   rows=tables.frame(table, []))
         context.log.info(f"{source}: no longer configured, its repository rows were removed")
         return dg.MaterializeResult(metadata={"source_kind": "(not configured)",
                                               "dagster/row_count": 0})
 
     repo = config.repos[source]
     with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
+        tables.ensure_schema(conn)
         stored = _stored(conn, source)
     try:
         checkout = _checkout(config, source, context.log)

@@ -11,8 +11,8 @@ from jarvis_assets.cross_links import cross_source_links
 from jarvis_assets.embeddings import VECTORS_POOL, embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.keyword_index import keyword_index
-from jarvis_core import serving
-from jarvis_core.keyword_index import KeywordIndex
+from jarvis_core.stores import serving
+from jarvis_core.stores.keyword import KeywordIndex
 from jarvis_resources import (
     EmbedderResource,
     GraphStoreResource,

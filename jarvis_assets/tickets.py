@@ -14,16 +14,10 @@ from jarvis_assets.partitions import (
     source_partitions,
     unreachable_source_result,
 )
-from jarvis_core import store
 from jarvis_core.config import TicketsConfig
-from jarvis_core.tickets import (
-    JIRA,
-    PARSER_VERSION,
-    TicketError,
-    TicketSet,
-    export_file_hashes,
-    read_ticket_set,
-)
+from jarvis_core.sources.tickets.export import TicketSet, export_file_hashes, read_ticket_set
+from jarvis_core.sources.tickets.fields import JIRA, PARSER_VERSION, TicketError
+from jarvis_core.stores import tables
 from jarvis_resources import JarvisConfigResource
 
 TICKETS_KIND = "tickets"
@@ -89,10 +83,10 @@ def raw_tickets(
     now = datetime.now(UTC).replace(tzinfo=None)
 
     with duckdb.get_connection() as conn:
-        store.ensure_schema(conn)
+        tables.ensure_schema(conn)
         stored = dict(conn.execute(
             "SELECT key, content_hash FROM tickets WHERE source = ?", [source]).fetchall())
-        file_rows = store.read_frame(
+        file_rows = tables.read_frame(
             conn, "SELECT path, file_hash, keys FROM ticket_files WHERE source = ?",
             [source]).to_dicts()
         failed_before = [path for (path,) in conn.execute(
@@ -117,7 +111,7 @@ def raw_tickets(
             reuse = {}
             if stored_files.get(_SETTINGS) == _settings_id(settings):
                 with duckdb.get_connection() as conn:
-                    reuse = _reusable(store.read_frame(
+                    reuse = _reusable(tables.read_frame(
                         conn, "SELECT * FROM tickets WHERE source = ?", [source]).to_dicts(),
                         file_rows, failed_before)
             ticket_set = read_ticket_set(settings.path, source, repo=settings.repo,
@@ -139,17 +133,17 @@ def raw_tickets(
     files = {**ticket_set.files, _SETTINGS: _settings_id(settings)} if settings else {}
     files_changed = files != stored_files
     with duckdb.get_connection() as conn:
-        store.replace_rows(conn, "tickets", source=source,
+        tables.replace_rows(conn, "tickets", source=source,
                            remove_paths=rewrite + changes["deleted"],
-                           rows=store.frame("tickets", rows), key_column="key")
+                           rows=tables.frame("tickets", rows), key_column="key")
         if files_changed:
-            store.replace_rows(conn, "ticket_files", source=source, remove_paths=None,
-                               rows=store.frame("ticket_files", [
+            tables.replace_rows(conn, "ticket_files", source=source, remove_paths=None,
+                               rows=tables.frame("ticket_files", [
                                    {"source": source, "path": path, "file_hash": digest,
                                     "keys": ticket_set.file_keys.get(path, [])}
                                    for path, digest in sorted(files.items())]))
-        store.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
-                           rows=store.frame("ingest_failures", failures))
+        tables.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
+                           rows=tables.frame("ingest_failures", failures))
         by_system = dict(conn.execute(
             "SELECT system, count(*) FROM tickets WHERE source = ? GROUP BY system",
             [source]).fetchall())

@@ -20,10 +20,13 @@ from pathlib import Path
 import duckdb
 
 from jarvis_assets.serving import SERVING_TABLES
-from jarvis_core import analytics, serving, store
+from jarvis_bench.synthetic_graph import synthetic_graph
+from jarvis_core.analytics.charts import render_charts
+from jarvis_core.analytics.figures import compute_snapshot
+from jarvis_core.analytics.history import history, record_snapshot
 from jarvis_core.config import AnalyticsSettings, JarvisConfig
-from jarvis_core.graph_store import synthetic_graph
-from jarvis_core.vectors import EdgeVectorStore
+from jarvis_core.stores import serving, tables
+from jarvis_core.stores.vectors.edge import EdgeVectorStore
 from jarvis_query.knowledge_base import KnowledgeBase
 
 SOURCE = "bench"
@@ -83,22 +86,22 @@ def _publish(data_dir: Path, conn: duckdb.DuckDBPyConnection) -> None:
 
 def run_analytics_benchmark(notes: int = 10_000, seed: int = 0) -> dict:
     now = datetime.now(UTC).replace(tzinfo=None)
-    tables = _vault_tables(notes, seed, now)
+    vault_tables = _vault_tables(notes, seed, now)
     settings = AnalyticsSettings()
     with tempfile.TemporaryDirectory(prefix="jarvis-bench-analytics-") as tmp:
         data_dir = Path(tmp) / "data"
         (Path(tmp) / "vault").mkdir()
         with duckdb.connect(str(Path(tmp) / "jarvis.duckdb")) as conn:
-            store.ensure_schema(conn)
-            for table, rows in tables.items():
-                store.replace_rows(conn, table, source=SOURCE, remove_paths=None,
-                                   rows=store.frame(table, rows))
+            tables.ensure_schema(conn)
+            for table, rows in vault_tables.items():
+                tables.replace_rows(conn, table, source=SOURCE, remove_paths=None,
+                                   rows=tables.frame(table, rows))
             started = time.perf_counter()
-            snapshot = analytics.compute_snapshot(conn, SOURCE, settings, now)
-            analytics.record_snapshot(conn, snapshot, settings.keep_snapshots)
+            snapshot = compute_snapshot(conn, SOURCE, settings, now)
+            record_snapshot(conn, snapshot, settings.keep_snapshots)
             snapshot_seconds = time.perf_counter() - started
             started = time.perf_counter()
-            analytics.render_charts(snapshot, analytics.history(conn, SOURCE))
+            render_charts(snapshot, history(conn, SOURCE))
             chart_seconds = time.perf_counter() - started
             _publish(data_dir, conn)
         config = JarvisConfig(data_dir=data_dir, vaults={SOURCE: {"path": Path(tmp) / "vault"}})
@@ -123,7 +126,7 @@ def run_analytics_benchmark(notes: int = 10_000, seed: int = 0) -> dict:
     ordered = sorted(timings)
     totals = snapshot.figures["totals"]
     return {
-        "notes": notes, "links": totals["links"], "edges": len(tables["graph_edges"]),
+        "notes": notes, "links": totals["links"], "edges": len(vault_tables["graph_edges"]),
         "communities": totals["communities"], "modularity": totals["modularity"],
         "fresh_snapshot_seconds": round(snapshot_seconds, 3),
         "snapshot_compute_seconds": snapshot.compute_seconds,

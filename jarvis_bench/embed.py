@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jarvis_core.embedder import (
+from jarvis_core.text.embedder import (
     AUTO,
     BACKENDS,
     TORCH_FP32,
@@ -24,7 +24,7 @@ from jarvis_core.embedder import (
     backend_problem,
     cpu_has_native_bf16,
 )
-from jarvis_core.models import token_counter
+from jarvis_core.text.tokens import token_counter
 
 REFERENCE_BACKEND = TORCH_FP32
 COSINE_BAR = 0.999

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import polars as pl
 
-from jarvis_core import store
-from jarvis_core.chunking import chunk_document
 from jarvis_core.config import JarvisConfig
-from jarvis_core.keyword_index import KeywordIndex, KeywordSearcher
-from jarvis_core.models import token_counter
-from jarvis_core.vector_sync import sync_source
-from jarvis_core.vectors import EdgeVectorStore, collection_name
+from jarvis_core.stores import tables
+from jarvis_core.stores.keyword import KeywordIndex, KeywordSearcher
+from jarvis_core.stores.vectors.base import collection_name
+from jarvis_core.stores.vectors.edge import EdgeVectorStore
+from jarvis_core.stores.vectors.sync import sync_source
+from jarvis_core.text.chunking import chunk_document
+from jarvis_core.text.tokens import token_counter
 from jarvis_query.hybrid import fuse
 
 EVAL_SOURCE = "beir"
@@ -76,7 +77,7 @@ def chunk_corpus(dataset: BeirDataset, config: JarvisConfig) -> pl.DataFrame:
                          "title": title, "heading_path": list(chunk.heading_path),
                          "context": chunk.context, "text": chunk.text, "tags": [],
                          "modified_at": None})
-    return pl.DataFrame(rows, schema={**{c: store.CHUNKS[c] for c in (
+    return pl.DataFrame(rows, schema={**{c: tables.CHUNKS[c] for c in (
         "chunk_id", "source", "source_type", "doc_key", "path", "title", "heading_path",
         "context", "text")}, "tags": pl.List(pl.Utf8), "modified_at": pl.Datetime("us")})
 

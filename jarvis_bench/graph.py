@@ -9,13 +9,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from jarvis_core.graph_store import (
-    CachedGraphStore,
-    SqliteGraphStore,
-    bench_neighbourhood,
-    graph_search,
-    synthetic_graph,
-)
+from jarvis_bench.synthetic_graph import bench_neighbourhood, synthetic_graph
+from jarvis_core.stores.graph.cached import CachedGraphStore
+from jarvis_core.stores.graph.search import graph_search
+from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 
 CENTERS = 300
 

@@ -31,12 +31,13 @@ from jarvis_bench.search import (
     _percentiles,
     _publish,
 )
-from jarvis_core import serving, store
+from jarvis_bench.synthetic_graph import synthetic_graph
 from jarvis_core.config import JarvisConfig
-from jarvis_core.embedder import Embedder
-from jarvis_core.graph_store import SqliteGraphStore, synthetic_graph
-from jarvis_core.keyword_index import CHUNK_COLUMNS, KeywordIndex
-from jarvis_core.models import resolve_model_dir
+from jarvis_core.stores import serving, tables
+from jarvis_core.stores.graph.sqlite import SqliteGraphStore
+from jarvis_core.stores.keyword import CHUNK_COLUMNS, KeywordIndex
+from jarvis_core.text.embedder import Embedder
+from jarvis_core.text.tokens import resolve_model_dir
 from jarvis_query.knowledge_base import KnowledgeBase
 
 CHUNKS_PER_NOTE = 5
@@ -86,10 +87,10 @@ def _complete_version(data_dir: Path, rows: list[dict], graph_nodes, graph_edges
     has opened yet."""
     version = serving.current_version(data_dir)
     seconds = {}
-    notes = store.frame("notes", ({"source": SOURCE, "path": r["path"], "note_key": r["doc_key"],
+    notes = tables.frame("notes", ({"source": SOURCE, "path": r["path"], "note_key": r["doc_key"],
                                    "title": r["title"], "tags": [], "aliases": []}
                                   for r in rows if r["position"] == 0))
-    edges = store.frame("graph_edges", (
+    edges = tables.frame("graph_edges", (
         {"edge_key": edge.key, "source": SOURCE, "origin": edge.origin, "src": edge.src,
          "dst": edge.dst, "relation": edge.relation, "confidence": edge.confidence,
          "extractor": edge.extractor, "evidence": list(edge.evidence),

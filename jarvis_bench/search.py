@@ -20,11 +20,12 @@ import duckdb
 import numpy as np
 
 from jarvis_bench.embed import synthetic_chunks
-from jarvis_core import serving, store
 from jarvis_core.config import JarvisConfig
-from jarvis_core.embedder import Embedder
-from jarvis_core.vector_sync import payload
-from jarvis_core.vectors import EdgeVectorStore, VectorPoint, collection_name
+from jarvis_core.stores import serving, tables
+from jarvis_core.stores.vectors.base import VectorPoint, collection_name
+from jarvis_core.stores.vectors.edge import EdgeVectorStore
+from jarvis_core.stores.vectors.sync import payload
+from jarvis_core.text.embedder import Embedder
 from jarvis_query.knowledge_base import KnowledgeBase
 
 SEED_CHUNKS = 256
@@ -54,7 +55,7 @@ def _chunk_rows(size: int, texts: list[str]) -> list[dict]:
 def _publish(data_dir: Path, embedder: Embedder, rows: list[dict], vectors: np.ndarray) -> float:
     """Build and publish a serving version; returns the seconds the index build took."""
     name, staging = serving.begin_version(data_dir)
-    chunks = store.frame("chunks", ({k: r[k] for k in store.CHUNKS} for r in rows))
+    chunks = tables.frame("chunks", ({k: r[k] for k in tables.CHUNKS} for r in rows))
     with duckdb.connect() as conn:
         conn.register("bench_chunks", chunks.to_arrow())
         serving.copy_tables(conn, staging, {"chunks": "SELECT * FROM bench_chunks"},

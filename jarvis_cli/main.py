@@ -150,7 +150,7 @@ def _knowledge_base(obj: _Context):
 
 def _query_errors():
     """Bad arguments and missing data become one-line errors, not tracebacks."""
-    from jarvis_core.serving import NotPublished
+    from jarvis_core.stores.serving import NotPublished
     from jarvis_query.knowledge_base import QueryError
 
     return (QueryError, NotPublished)
@@ -391,7 +391,7 @@ def evaluate(obj: _Context, dataset: str, mode: str, split: str, as_json: bool) 
     import time
 
     from jarvis_bench.evaluation import load_beir, rankings, score
-    from jarvis_core.embedder import Embedder
+    from jarvis_core.text.embedder import Embedder
 
     config = obj.config()
     try:

@@ -11,9 +11,9 @@ import duckdb
 from jarvis_assets.definitions import build_definitions
 from jarvis_assets.jobs import publish_serving_job, refresh_sources_job
 from jarvis_assets.partitions import source_partitions
-from jarvis_core import store
 from jarvis_core.config import JarvisConfig
 from jarvis_core.notifications import notify
+from jarvis_core.stores import tables
 from jarvis_query.status import StoreUnavailable, read_only
 from sensors.run_failures import failure_notice
 
@@ -36,11 +36,11 @@ def _stored_sources(config: JarvisConfig) -> set[str]:
         with read_only(config.duckdb_path) as conn:
             present = {name for (name,) in conn.execute(
                 "SELECT table_name FROM duckdb_tables()").fetchall()}
-            tables = [table for table in store.RAW_TABLES if table in present]
-            if not tables:
+            raw_tables = [table for table in tables.RAW_TABLES if table in present]
+            if not raw_tables:
                 return set()
             return {row[0] for row in conn.execute(" UNION ".join(
-                f"SELECT DISTINCT source FROM {table}" for table in tables)).fetchall()}
+                f"SELECT DISTINCT source FROM {table}" for table in raw_tables)).fetchall()}
     except (StoreUnavailable, duckdb.Error):
         return set()
 

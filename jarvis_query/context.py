@@ -14,7 +14,7 @@ import threading
 
 import duckdb
 
-from jarvis_core import analytics
+from jarvis_core.analytics.history import SUMMARY_FIELDS, graph_content_hash, history
 from jarvis_query.snapshot import Snapshot
 
 
@@ -32,7 +32,7 @@ def build_vault_context(cursor: duckdb.DuckDBPyConnection, vault: str, version: 
     if "analytics_snapshots" not in _published_tables(cursor):
         raise NoSnapshot(f"serving version {version} holds no analytics snapshots: run "
                          "`jarvis refresh` to take one")
-    trend = analytics.history(cursor, vault)
+    trend = history(cursor, vault)
     if not trend:
         raise NoSnapshot(f"no analytics snapshot of vault '{vault}' is published yet: run "
                          f"`jarvis refresh --source {vault}`")
@@ -41,7 +41,7 @@ def build_vault_context(cursor: duckdb.DuckDBPyConnection, vault: str, version: 
         "SELECT figures FROM analytics_snapshots WHERE source = ? AND snapshot_id = ?",
         [vault, newest["snapshot_id"]]).fetchone()
     figures = json.loads(figures)
-    published_hash = analytics.graph_content_hash(cursor, vault)
+    published_hash = graph_content_hash(cursor, vault)
     previous = trend[-2] if len(trend) > 1 else None
     return {
         "vault": vault,
@@ -51,11 +51,11 @@ def build_vault_context(cursor: duckdb.DuckDBPyConnection, vault: str, version: 
         "published_hash": published_hash,
         "is_stale": newest["content_hash"] != published_hash,
         "serving_version": version,
-        "summary": {**{name: newest[name] for name in analytics.SUMMARY_FIELDS},
+        "summary": {**{name: newest[name] for name in SUMMARY_FIELDS},
                     "tags": figures["totals"]["tags"],
                     "broken_targets": figures["totals"]["broken_targets"]},
         "changes": {name: round(newest[name] - previous[name], 6)
-                    for name in analytics.SUMMARY_FIELDS} if previous else None,
+                    for name in SUMMARY_FIELDS} if previous else None,
         "trend": [{**point, "generated_at": point["generated_at"].isoformat()}
                   for point in trend],
         "figures": figures,

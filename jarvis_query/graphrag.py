@@ -33,8 +33,8 @@ from functools import lru_cache
 
 from neo4j.exceptions import DriverError, Neo4jError
 
-from jarvis_core.graph_store import NOTE, GraphNodeNotFound, GraphStore
-from jarvis_core.models import TokenCounter, token_counter
+from jarvis_core.stores.graph.base import NOTE, GraphNodeNotFound, GraphStore
+from jarvis_core.text.tokens import TokenCounter, token_counter
 from jarvis_query.hybrid import hybrid_hits, search_filter
 from jarvis_query.keyword import check_query
 from jarvis_query.knowledge_base import (

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
-from jarvis_core.vectors import VectorFilter
+from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.keyword import check_query, keyword_searcher
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 from jarvis_query.snapshot import Snapshot

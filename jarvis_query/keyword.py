@@ -7,9 +7,9 @@ import dataclasses
 import threading
 from pathlib import Path
 
-from jarvis_core import serving
-from jarvis_core.keyword_index import KeywordSearcher
-from jarvis_core.vectors import VectorFilter
+from jarvis_core.stores import serving
+from jarvis_core.stores.keyword import KeywordSearcher
+from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.knowledge_base import (
     MAX_LIMIT,
     KnowledgeBase,

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass
 from neo4j.exceptions import DriverError, Neo4jError
 
 from jarvis_core.config import JarvisConfig
-from jarvis_core.graph_store import graph_search
-from jarvis_core.vectors import VectorFilter
+from jarvis_core.stores.graph.search import graph_search
+from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.context import NoSnapshot, VaultContexts
 from jarvis_query.snapshot import GraphUnavailable, Snapshot, SnapshotProvider
 
@@ -72,7 +72,7 @@ class KnowledgeBase:
         """The model the published vectors were made with, loaded once per process."""
         with self._embedder_lock:
             if model not in self._embedders:
-                from jarvis_core.embedder import Embedder
+                from jarvis_core.text.embedder import Embedder
 
                 settings = self.config.embedding
                 self._embedders[model] = Embedder(model, device=settings.device,

@@ -29,7 +29,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from jarvis_core.config import ConfigError, JarvisConfig, load_config
-from jarvis_core.serving import NotPublished
+from jarvis_core.stores.serving import NotPublished
 from jarvis_query.context import format_vault_context
 from jarvis_query.knowledge_base import MAX_DEPTH, MAX_LIMIT, MIN_DEPTH, KnowledgeBase, QueryError
 from jarvis_query.reading import (

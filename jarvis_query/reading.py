@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote
 
-from jarvis_core import serving
-from jarvis_core.keys import note_key
-from jarvis_core.notes import parse_note
-from jarvis_core.vault import NOTE_SUFFIX, NoteReadError, _excluded, decode_note_bytes
+from jarvis_core.graph.keys import note_key
+from jarvis_core.sources.notes import parse_note
+from jarvis_core.sources.vault_scan import NOTE_SUFFIX, NoteReadError, _excluded, decode_note_bytes
+from jarvis_core.stores import serving
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 from jarvis_query.snapshot import Snapshot
 

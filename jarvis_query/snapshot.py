@@ -13,7 +13,6 @@ from pathlib import Path
 
 import duckdb
 
-from jarvis_core import serving
 from jarvis_core.config import (
     NEO4J_PASSWORD_ENV,
     NEO4J_URI_ENV,
@@ -21,8 +20,13 @@ from jarvis_core.config import (
     QDRANT_API_KEY_ENV,
     JarvisConfig,
 )
-from jarvis_core.graph_store import CachedGraphStore, GraphStore, Neo4jGraphStore
-from jarvis_core.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorStore
+from jarvis_core.stores import serving
+from jarvis_core.stores.graph.base import GraphStore
+from jarvis_core.stores.graph.cached import CachedGraphStore
+from jarvis_core.stores.graph.neo4j import Neo4jGraphStore
+from jarvis_core.stores.vectors.base import VectorStore
+from jarvis_core.stores.vectors.edge import EdgeVectorStore
+from jarvis_core.stores.vectors.server import QdrantServerVectorStore
 
 _READERS_DIR = ".readers"
 

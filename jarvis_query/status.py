@@ -8,8 +8,8 @@ from pathlib import Path
 
 import duckdb
 
-from jarvis_core import serving
 from jarvis_core.config import JarvisConfig
+from jarvis_core.stores import serving
 
 _LAYER_TABLES = {"notes": "notes", "attachments": "attachments", "commits": "commits",
                  "repo_files": "repo_files", "repo_docs": "repo_docs", "tickets": "tickets",

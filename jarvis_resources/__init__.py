@@ -50,7 +50,7 @@ class EmbedderResource(ConfigurableResource):
 
     def get(self):
         if self._embedder is None:
-            from jarvis_core.embedder import Embedder
+            from jarvis_core.text.embedder import Embedder
 
             self._embedder = Embedder(self.model, device=self.device, batch_size=self.batch_size,
                                       backend=self.backend, cache_dir=Path(self.cache_dir))
@@ -74,11 +74,9 @@ class VectorStoreResource(ConfigurableResource):
 
     @contextmanager
     def open(self, model: str, dimension: int):
-        from jarvis_core.vectors import (
-            EdgeVectorStore,
-            QdrantServerVectorStore,
-            collection_name,
-        )
+        from jarvis_core.stores.vectors.base import collection_name
+        from jarvis_core.stores.vectors.edge import EdgeVectorStore
+        from jarvis_core.stores.vectors.server import QdrantServerVectorStore
 
         collection = collection_name(model, dimension)
         store = (QdrantServerVectorStore(self.url, self.api_key, collection, dimension, model)
@@ -104,7 +102,8 @@ class GraphStoreResource(ConfigurableResource):
 
     @contextmanager
     def open(self):
-        from jarvis_core.graph_store import Neo4jGraphStore, SqliteGraphStore
+        from jarvis_core.stores.graph.neo4j import Neo4jGraphStore
+        from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 
         if self.neo4j_uri:
             store = Neo4jGraphStore(self.neo4j_uri, self.neo4j_user, self.neo4j_password or "")

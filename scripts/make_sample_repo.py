@@ -2,7 +2,7 @@
 
 Every commit has a fixed author, committer and date, so the hashes are the same on every
 machine and every run (the vault's notes cite two of them). Three people commit under
-name and email variants (folded into one person each by jarvis_core/people.py); messages
+name and email variants (folded into one person each by jarvis_core/sources/people.py); messages
 cite Jira keys (LUM-1, [LUM-4]), a merged branch feature/LUM-6-alert-rules and GitHub
 issues (fixes #7, fixes #15).
 

@@ -19,9 +19,10 @@ import duckdb
 from jarvis_assets.jobs import refresh_sources_job
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.config import JarvisConfig
-from jarvis_core.git_source import GitError, open_repository, remote_head, resolve_head
-from jarvis_core.serving import NotPublished, current_version
-from jarvis_core.tickets import TicketError, export_file_hashes, ticket_files
+from jarvis_core.sources.git import GitError, open_repository, remote_head, resolve_head
+from jarvis_core.sources.tickets.export import export_file_hashes, ticket_files
+from jarvis_core.sources.tickets.fields import TicketError
+from jarvis_core.stores.serving import NotPublished, current_version
 from jarvis_resources import JarvisConfigResource
 from sensors.vault_changes import MAX_PATHS_TAG_CHARS, truncated_list
 

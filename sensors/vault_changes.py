@@ -23,8 +23,8 @@ import duckdb
 
 from jarvis_assets.jobs import refresh_sources_job
 from jarvis_assets.partitions import source_partitions
-from jarvis_core.serving import NotPublished, current_version
-from jarvis_core.vault import VaultScan, scan_existing_vault
+from jarvis_core.sources.vault_scan import VaultScan, scan_existing_vault
+from jarvis_core.stores.serving import NotPublished, current_version
 from jarvis_resources import JarvisConfigResource
 
 MAX_PATHS_TAG_CHARS = 2_000

@@ -22,8 +22,10 @@ from markdown_it import MarkdownIt
 from jarvis_assets.analytics import vault_analytics, vault_analytics_checks
 from jarvis_assets.partitions import source_partitions
 from jarvis_cli.main import cli
-from jarvis_core import analytics, store
+from jarvis_core.analytics.figures import compute_snapshot
+from jarvis_core.analytics.history import graph_content_hash, record_snapshot
 from jarvis_core.config import AnalyticsSettings
+from jarvis_core.stores import tables
 from jarvis_resources import build_resources
 from tests.conftest import PROJECT_ROOT, SAMPLE_VAULT, checks, metadata, run, write_config
 
@@ -385,11 +387,11 @@ def test_materialization_shows_tables_and_charts(analysed):
 
 def test_content_hash_tracks_the_graph_only(analysed):
     with duckdb.connect(str(analysed["config"].duckdb_path), read_only=True) as conn:
-        first = analytics.graph_content_hash(conn, "sample")
-        assert first == analytics.graph_content_hash(conn, "sample")
+        first = graph_content_hash(conn, "sample")
+        assert first == graph_content_hash(conn, "sample")
         stored = conn.execute("SELECT content_hash FROM analytics_snapshots").fetchone()[0]
         assert stored == first
-        assert analytics.graph_content_hash(conn, "elsewhere") != first
+        assert graph_content_hash(conn, "elsewhere") != first
 
 
 def test_retention_and_sources_without_notes(analysed, tmp_path):
@@ -398,15 +400,15 @@ def test_retention_and_sources_without_notes(analysed, tmp_path):
     with duckdb.connect(str(database)) as conn:
         later = analysed["generated_at"]
         for hours in (1, 2, 3):
-            snapshot = analytics.compute_snapshot(conn, "sample", SETTINGS,
+            snapshot = compute_snapshot(conn, "sample", SETTINGS,
                                                   later + timedelta(hours=hours))
-            analytics.record_snapshot(conn, snapshot, keep=2)
+            record_snapshot(conn, snapshot, keep=2)
         kept = conn.execute("SELECT snapshot_id FROM analytics_snapshots ORDER BY 1").fetchall()
         assert [sid for (sid,) in kept] == [f"{later + timedelta(hours=h):%Y%m%dT%H%M%S%fZ}"
                                             for h in (2, 3)]
         assert conn.execute("SELECT count(DISTINCT snapshot_id), count(*) FROM analytics_notes"
                             ).fetchone() == (2, 106)
-        empty = analytics.compute_snapshot(conn, "no-notes", SETTINGS, later)
+        empty = compute_snapshot(conn, "no-notes", SETTINGS, later)
     assert empty.figures["totals"]["notes"] == 0 and empty.figures["communities"] == []
     assert empty.figures["orphans"] == [] and empty.figures["cross_source"] == {}
 
@@ -424,7 +426,7 @@ def test_cross_source_figures(tmp_path):
         "dst": dst, "relation": relation, "confidence": "explicit",
         "extractor": "cross_reference", "evidence": [], "evidence_text": "x", "weight": 1.0}
     notes = ["a.md", "b.md", "c.md"]
-    tables = {
+    vault_tables = {
         "notes": [{"source": "v", "path": p, "note_key": f"note:v/{p}", "title": p,
                    "content_hash": p, "frontmatter": "{}", "word_count": 10, "headings": [],
                    "modified_at": now} for p in notes],
@@ -449,11 +451,11 @@ def test_cross_source_figures(tmp_path):
         ],
     }
     with duckdb.connect(str(tmp_path / "x.duckdb")) as conn:
-        store.ensure_schema(conn)
-        for table, rows in tables.items():
-            store.replace_rows(conn, table, source="any", remove_paths=None,
-                               rows=store.frame(table, rows))
-        figures = {s: analytics.compute_snapshot(conn, s, SETTINGS, now).figures["cross_source"]
+        tables.ensure_schema(conn)
+        for table, rows in vault_tables.items():
+            tables.replace_rows(conn, table, source="any", remove_paths=None,
+                               rows=tables.frame(table, rows))
+        figures = {s: compute_snapshot(conn, s, SETTINGS, now).figures["cross_source"]
                    for s in ("v", "t", "r")}
     assert figures["v"]["most_cited_tickets"] == [
         {"ticket": "T-1", "title": "T-1", "citations": 2},

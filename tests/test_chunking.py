@@ -7,8 +7,14 @@ import time
 
 import pytest
 
-from jarvis_core.chunking import Chunk, chunk_document, chunk_id, context_header, embedding_text
-from jarvis_core.models import token_counter
+from jarvis_core.text.chunking import (
+    Chunk,
+    chunk_document,
+    chunk_id,
+    context_header,
+    embedding_text,
+)
+from jarvis_core.text.tokens import token_counter
 
 DOC_KEY = "note:sample/Projects/Lumen/Ingest API.md"
 WORDS = ("ingest retries backoff queue worker lease timeout idempotent payload schema "

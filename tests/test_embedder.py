@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jarvis_bench.embed import run_embed_benchmark, synthetic_chunks
-from jarvis_core.embedder import (
+from jarvis_core.text.embedder import (
     AUTO,
     OPENVINO,
     TORCH_BF16,
@@ -18,7 +18,7 @@ from jarvis_core.embedder import (
     available_backends,
     backend_problem,
 )
-from jarvis_core.models import ModelNotFoundError, token_counter
+from jarvis_core.text.tokens import ModelNotFoundError, token_counter
 
 MODEL = "all-MiniLM-L6-v2"
 TEXTS = [
@@ -138,7 +138,7 @@ def test_an_unknown_backend_is_refused_before_loading():
 
 
 def test_importing_the_module_does_not_import_torch():
-    code = ("import sys, jarvis_core.embedder; print([name for name in "
+    code = ("import sys, jarvis_core.text.embedder; print([name for name in "
             "('torch', 'sentence_transformers', 'openvino') if name in sys.modules])")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)

@@ -8,17 +8,10 @@ from pathlib import Path
 import pytest
 
 from jarvis_core.config import ConfigError, config_from_mapping
-from jarvis_core.git_source import (
-    GitError,
-    StoredRepo,
-    language,
-    matches,
-    mirror,
-    open_repository,
-    parse_knowledge,
-    sync_repository,
-)
-from jarvis_core.repo_graph import extract_repo_graph
+from jarvis_core.graph.repo import extract_repo_graph
+from jarvis_core.sources.git import GitError, mirror, open_repository
+from jarvis_core.sources.repo_knowledge import parse_knowledge
+from jarvis_core.sources.repos import StoredRepo, language, matches, sync_repository
 from tests.conftest import PROJECT_ROOT
 
 DOCS = ("README*", "docs/**/*.md")

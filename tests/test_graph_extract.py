@@ -8,19 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jarvis_core import store
-from jarvis_core.chunking import chunk_document
-from jarvis_core.graph_extract import (
-    LinkResolver,
-    canonical_url,
-    extract_vault_graph,
-    file_key,
-    similarity_edges,
-)
-from jarvis_core.ingest import plan_ingest
-from jarvis_core.keys import note_key
-from jarvis_core.models import token_counter
-from jarvis_core.vault import scan_vault
+from jarvis_core.graph.keys import file_key, note_key
+from jarvis_core.graph.links import LinkResolver, canonical_url
+from jarvis_core.graph.similarity import similarity_edges
+from jarvis_core.graph.vault import extract_vault_graph
+from jarvis_core.sources.vault_plan import plan_ingest
+from jarvis_core.sources.vault_scan import scan_vault
+from jarvis_core.stores import tables
+from jarvis_core.text.chunking import chunk_document
+from jarvis_core.text.tokens import token_counter
 from tests.conftest import PROJECT_ROOT, SAMPLE_VAULT
 
 FEATURES = (PROJECT_ROOT / "sample_data" / "VAULT_FEATURES.md").read_text()
@@ -44,12 +40,12 @@ class Extracted:
         scan = scan_vault(root)
         plan = plan_ingest(
             VAULT, scan,
-            store.frame("notes", []).select("path", "size_bytes", "mtime_ns", "content_hash",
+            tables.frame("notes", []).select("path", "size_bytes", "mtime_ns", "content_hash",
                                             "parser_version"),
-            store.frame("ingest_failures", []).select("path", "size_bytes", "mtime_ns", "reason"),
+            tables.frame("ingest_failures", []).select("path", "size_bytes", "mtime_ns", "reason"),
             max_note_bytes=10_000_000)
         # through the table schema, so rows look as DuckDB/polars hand them over
-        self.notes = store.frame("notes", plan.note_rows).to_dicts()
+        self.notes = tables.frame("notes", plan.note_rows).to_dicts()
         self.chunk_text: dict[str, str] = {}
         self.chunks = []
         for row in self.notes:

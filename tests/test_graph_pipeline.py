@@ -4,8 +4,8 @@ and graph search through the published version."""
 import pytest
 
 from jarvis_cli.refresh import run_refresh
-from jarvis_core import serving
-from jarvis_core.graph_store import SqliteGraphStore
+from jarvis_core.stores import serving
+from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 from tests.conftest import rows
 

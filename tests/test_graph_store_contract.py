@@ -17,22 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from jarvis_core.graph_model import EXPLICIT, INFERRED, Edge, Node
-from jarvis_core.graph_store import (
-    CachedGraphStore,
+from jarvis_bench.synthetic_graph import bench_neighbourhood, synthetic_graph
+from jarvis_core.graph.model import EXPLICIT, INFERRED, Edge, Node
+from jarvis_core.stores.graph.base import (
     GraphNodeNotFound,
     GraphStore,
     GraphStoreReadOnly,
-    Neo4jGraphStore,
     NodeView,
-    SqliteGraphStore,
     Subgraph,
-    _label,
-    _relationship_type,
-    bench_neighbourhood,
-    graph_search,
-    synthetic_graph,
 )
+from jarvis_core.stores.graph.cached import CachedGraphStore
+from jarvis_core.stores.graph.neo4j import Neo4jGraphStore, _label, _relationship_type
+from jarvis_core.stores.graph.search import graph_search
+from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 
 
 @pytest.fixture(params=["sqlite", "neo4j"])
@@ -479,7 +476,7 @@ def test_neo4j_names_are_safe_cypher_identifiers():
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 READER_PROCESS = """
 import json, sys
-from jarvis_core.graph_store import SqliteGraphStore
+from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 with SqliteGraphStore.open_read_only(sys.argv[1]) as store:
     print(json.dumps([[n.key, n.distance] for n in store.neighbourhood("note:hub", 2).nodes]))
 """

@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from jarvis_core import serving
-from jarvis_core.models import token_counter
+from jarvis_core.stores import serving
+from jarvis_core.text.tokens import token_counter
 from jarvis_query.graphrag import WEIGHTS
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 from tests.conftest import write_config

@@ -5,7 +5,7 @@ from datetime import datetime
 
 import pytest
 
-from jarvis_core.vectors import VectorFilter
+from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.hybrid import fuse, reciprocal_rank_fusion, search_filter, weighted_fusion
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 

@@ -10,8 +10,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from jarvis_core.keyword_index import CHUNK_COLUMNS, KeywordIndex, KeywordSearcher
-from jarvis_core.vectors import VectorFilter
+from jarvis_core.stores.keyword import CHUNK_COLUMNS, KeywordIndex, KeywordSearcher
+from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 from tests.conftest import checks, metadata, run
 

@@ -13,7 +13,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from jarvis_cli.refresh import run_refresh
-from jarvis_core import serving
+from jarvis_core.stores import serving
 from tests.conftest import PROJECT_ROOT, SAMPLE_VAULT, write_config
 
 pytestmark = pytest.mark.slow

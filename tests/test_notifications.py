@@ -111,7 +111,7 @@ def test_failed_refresh_leaves_a_notice_the_cli_shows(tmp_path, sample_vault):
     assert notice["job"] == "refresh_sources" and notice["partition"] == "sample"
     assert notice["failed_steps"] == ["chunks"]
     assert notice["message"].startswith(
-        "chunks: jarvis_core.models.ModelNotFoundError: embedding model ")
+        "chunks: jarvis_core.text.tokens.ModelNotFoundError: embedding model ")
     assert "no-such-model" in notice["message"]
 
     text = CliRunner().invoke(cli, ["--config", str(config.config_path), "notifications"])

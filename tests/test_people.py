@@ -2,7 +2,7 @@
 
 import pytest
 
-from jarvis_core.people import (
+from jarvis_core.sources.people import (
     Identity,
     PersonDirectory,
     identities_of,

@@ -8,8 +8,8 @@ import pytest
 
 from jarvis_assets.notes import raw_notes
 from jarvis_assets.partitions import source_partitions
-from jarvis_core import store
-from jarvis_core.models import token_counter
+from jarvis_core.stores import tables
+from jarvis_core.text.tokens import token_counter
 from jarvis_query.status import read_only
 from jarvis_resources import build_resources
 from tests.conftest import SAMPLE_VAULT, checks, metadata, rows, run, write_config
@@ -174,7 +174,7 @@ def store_connection(config):
 def test_store_schema_matches_declared_tables(sample_config, instance):
     run(sample_config, "sample", instance)
     with read_only(sample_config.duckdb_path) as conn:
-        for table, (schema, _) in store.TABLES.items():
+        for table, (schema, _) in tables.TABLES.items():
             columns = [c for (c,) in conn.execute(
                 "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
                 "ORDER BY column_index", [table]).fetchall()]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from jarvis_core.references import (
+from jarvis_core.sources.references import (
     COMMIT,
     FIXES,
     GITHUB,
@@ -142,7 +142,7 @@ def test_index_resolves_against_nodes_of_every_source():
 
 @pytest.fixture(scope="module")
 def vault_graph():
-    from jarvis_core.models import token_counter
+    from jarvis_core.text.tokens import token_counter
     from tests.test_graph_extract import Extracted
     return Extracted(VAULT, token_counter("all-MiniLM-L6-v2"))
 
@@ -170,7 +170,7 @@ def test_vault_graph_records_the_documented_references_outside_code(vault_graph)
 def test_a_changed_reference_changes_only_its_notes_fingerprint(vault_graph, tmp_path):
     import shutil
 
-    from jarvis_core.models import token_counter
+    from jarvis_core.text.tokens import token_counter
     from tests.test_graph_extract import Extracted
     shutil.copytree(VAULT, tmp_path / "vault")
     note = tmp_path / "vault" / "Projects/Lumen/Architecture/Dashboard.md"

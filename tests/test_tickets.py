@@ -8,14 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from jarvis_core.ticket_graph import extract_ticket_graph
-from jarvis_core.tickets import (
-    TicketError,
-    content_hash,
-    decode_json_bytes,
-    parse_file,
-    read_ticket_set,
-)
+from jarvis_core.graph.tickets import extract_ticket_graph
+from jarvis_core.sources.tickets.export import decode_json_bytes, parse_file, read_ticket_set
+from jarvis_core.sources.tickets.fields import TicketError, content_hash
 
 SAMPLE_TICKETS = Path(__file__).resolve().parent.parent / "sample_data" / "tickets"
 
@@ -280,5 +275,5 @@ def test_files_that_hash_as_stored_give_their_stored_tickets_unparsed(tmp_path, 
 def test_markup_fast_path_gives_what_jira2markdown_gives(text):
     from jira2markdown import convert
 
-    from jarvis_core.tickets import _jira_markup
+    from jarvis_core.sources.tickets.jira import _jira_markup
     assert _jira_markup(text) == convert(text).strip()

@@ -14,10 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jarvis_core.vectors import (
-    EdgeVectorStore,
-    QdrantServerVectorStore,
-    VectorFilter,
+from jarvis_core.stores.vectors.base import (
     VectorPoint,
     VectorStoreBusy,
     VectorStoreError,
@@ -25,6 +22,9 @@ from jarvis_core.vectors import (
     collection_name,
     point_id,
 )
+from jarvis_core.stores.vectors.edge import EdgeVectorStore
+from jarvis_core.stores.vectors.filters import VectorFilter
+from jarvis_core.stores.vectors.server import QdrantServerVectorStore
 
 DIM = 8
 MODEL = "test/model-a"
@@ -149,7 +149,8 @@ def test_chunk_ids_and_count_with_and_without_source(store):
 
 
 def test_chunk_ids_pages_through_more_than_one_scroll_page(store, monkeypatch):
-    monkeypatch.setattr("jarvis_core.vectors.SCROLL_PAGE", 7)
+    for backend in ("edge", "server"):
+        monkeypatch.setattr(f"jarvis_core.stores.vectors.{backend}.SCROLL_PAGE", 7)
     store.upsert([VectorPoint(cid(n), vec(1, n), {"source": "work"}) for n in range(1, 31)])
     assert store.chunk_ids("work") == {cid(n) for n in range(1, 31)}
 
@@ -348,7 +349,8 @@ def edge_store(tmp_path):
 def test_edge_second_process_gets_busy_with_the_path(edge_store):
     process = start_python(f"""
         from pathlib import Path
-        from jarvis_core.vectors import EdgeVectorStore, VectorStoreBusy
+        from jarvis_core.stores.vectors.base import VectorStoreBusy
+        from jarvis_core.stores.vectors.edge import EdgeVectorStore
         try:
             EdgeVectorStore(Path({str(edge_store.path)!r}), "chunks", {DIM}, {MODEL!r},
                             busy_timeout=0.5)
@@ -386,7 +388,8 @@ def test_edge_published_copy_serves_a_reader_process_while_the_writer_writes(edg
         import json
         from pathlib import Path
         import numpy as np
-        from jarvis_core.vectors import EdgeVectorStore, VectorFilter
+        from jarvis_core.stores.vectors.edge import EdgeVectorStore
+        from jarvis_core.stores.vectors.filters import VectorFilter
         queries = np.array({queries.tolist()!r})
         with EdgeVectorStore.open_read_copy(Path({str(published)!r}),
                                             Path({str(tmp_path / "reader")!r}),

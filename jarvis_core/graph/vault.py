@@ -1,0 +1,367 @@
+"""The knowledge graph of one vault, extracted from its stored ``notes`` and ``chunks`` rows.
+
+Pure Python over table rows, so the Dagster asset only reads, calls and writes. Links
+resolve as Obsidian resolves them (exact path, path suffix, file name; then, beyond
+Obsidian, a unique alias), case-insensitively, NFC-normalised and with whitespace
+collapsed. A target that matches nothing, or several notes, becomes a ``BrokenLink`` and
+never a node. Every edge carries the chunks and the line it was read from, and every note
+gets a fingerprint of all it produced, so the caller rewrites only origins that changed."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cache
+from urllib.parse import urlsplit
+
+from jarvis_core.graph.keys import nfc
+from jarvis_core.graph.links import LinkResolver, _relative_link_path, canonical_url
+from jarvis_core.graph.model import EXPLICIT, BrokenLink, Edge, Mention, Node, SourceGraph
+from jarvis_core.sources.markdown import new_markdown_parser
+from jarvis_core.sources.references import (
+    COMMIT,
+    GITHUB,
+    JIRA,
+    GraphReference,
+    chunks_holding,
+    find_references,
+    line_text,
+)
+
+DEFAULT_RELATION_FIELDS = ("related", "up", "parent", "down", "next", "prev", "source", "author")
+
+
+MAX_EVIDENCE_CHARS = 300
+
+
+# Holds typed relations ("DEPENDS_ON [[X]]"): they become typed edges, not plain links.
+_RELATIONSHIPS_FIELD = "relationships"
+
+
+_LINE_BREAK = re.compile(r"\r\n?|\n")  # what the parser and the chunker count as a break
+
+
+
+
+def _relation_name(field_name: str) -> str:
+    return re.sub(r"\W+", "_", field_name).strip("_").upper()
+
+
+def _excerpt(text: str, pattern: re.Pattern[str]) -> str:
+    """The stripped text, cut to MAX_EVIDENCE_CHARS around the first match if longer."""
+    text = text.strip()
+    if len(text) <= MAX_EVIDENCE_CHARS:
+        return text
+    found = pattern.search(text)
+    start = max(0, min(found.start() - 100, len(text) - MAX_EVIDENCE_CHARS)) if found else 0
+    return text[start:start + MAX_EVIDENCE_CHARS].strip()
+
+
+def _iso(value: object) -> str | None:
+    if isinstance(value, date):  # datetime is a date too
+        return value.isoformat()
+    return str(value) if value else None
+
+
+@dataclass(frozen=True)
+class _Occurrence:
+    """One place a note states something: the chunks around it and the line itself."""
+
+    line: int
+    evidence: tuple[str, ...]
+    text: str
+
+
+class _NoteText:
+    """Maps a note's file lines to its body text and chunks, and renders frontmatter."""
+
+    def __init__(self, row: dict, chunks: list[dict]) -> None:
+        self.body: str = row.get("body") or ""
+        self.body_start_line: int = row.get("body_start_line") or 1
+        self.frontmatter: dict = json.loads(row.get("frontmatter") or "{}")
+        self.line_starts = [0] + [found.end() for found in _LINE_BREAK.finditer(self.body)]
+        self.chunks = sorted((c["char_start"], c["char_end"], c["chunk_id"]) for c in chunks)
+
+    def in_body(self, line: int) -> bool:
+        return 0 <= line - self.body_start_line < len(self.line_starts)
+
+    def body_occurrence(self, line: int, pattern: re.Pattern[str], written: str) -> _Occurrence:
+        """Evidence: the chunks holding a match of ``pattern`` on the line (all chunks on
+        the line if none holds one whole); ``written`` stands in for an empty line."""
+        index = line - self.body_start_line
+        start = self.line_starts[index]
+        end = self.line_starts[index + 1] if index + 1 < len(self.line_starts) else len(self.body)
+        text = _LINE_BREAK.sub("", self.body[start:end])
+        spans = [(start + m.start(), start + m.end()) for m in pattern.finditer(text)]
+        holding = [chunk_id for chunk_start, chunk_end, chunk_id in self.chunks
+                   if any(chunk_start <= s and e <= chunk_end for s, e in spans)]
+        if not holding:
+            holding = [chunk_id for chunk_start, chunk_end, chunk_id in self.chunks
+                       if chunk_start < max(end, start + 1) and start < chunk_end]
+        return _Occurrence(line, tuple(sorted(set(holding))), _excerpt(text, pattern) or written)
+
+    def frontmatter_occurrence(self, key: str, line: int, written: str) -> _Occurrence:
+        """Frontmatter has no chunk: the evidence is the field, rendered from its value
+        (the raw YAML is not stored), e.g. ``up: "[[Lumen]]"``."""
+        value = json.dumps(self.frontmatter.get(key), ensure_ascii=False)
+        pattern = re.compile(re.escape(written), re.IGNORECASE)
+        return _Occurrence(line, (), _excerpt(f"{key}: {value}", pattern))
+
+    def frontmatter_tag_field(self, tag: str) -> str:
+        for key in ("tags", "tag"):
+            if tag in json.dumps(self.frontmatter.get(key), ensure_ascii=False).lower():
+                return key
+        return "tags"
+
+
+def _wikilink_pattern(target: str) -> re.Pattern[str]:
+    return re.compile(r"\[\[\s*" + re.escape(target))
+
+
+def _tag_pattern(tag: str) -> re.Pattern[str]:
+    return re.compile("#" + re.escape(tag) + r"(?![\w/-])", re.IGNORECASE)
+
+
+@dataclass
+class _GraphBuilder:
+    vault: str
+    resolver: LinkResolver
+    nodes: dict[str, Node] = field(default_factory=dict)
+    edges: dict[tuple[str, str, str, str, str], list[_Occurrence]] = field(default_factory=dict)
+    broken: set[BrokenLink] = field(default_factory=set)
+    mentions: set[Mention] = field(default_factory=set)
+    references: set[GraphReference] = field(default_factory=set)
+
+    def add_edge(self, src: str, relation: str, dst: str, extractor: str, origin: str,
+                 occurrence: _Occurrence) -> None:
+        self.edges.setdefault((src, relation, dst, extractor, origin), []).append(occurrence)
+
+    def mention(self, occurrence: _Occurrence, node: str, origin: str) -> None:
+        for chunk_id in occurrence.evidence:
+            self.mentions.add(Mention(chunk_id, node, origin, self.vault))
+
+    def target_node(self, candidates: tuple[str, ...], origin: str, target: str,
+                    occurrence: _Occurrence) -> str | None:
+        """The node a link leads to, or None: a broken link is recorded, and a link to
+        the note itself (``[[#Heading]]``, ``[[Self]]``) leads nowhere."""
+        if len(candidates) == 1:
+            if candidates[0] == origin:
+                return None
+            if candidates[0].startswith("file:"):
+                path = self.resolver.paths[candidates[0]]
+                self.nodes[candidates[0]] = Node(candidates[0], "file", posixpath.basename(path),
+                                                 self.vault, {"path": path})
+            return candidates[0]
+        self.broken.add(BrokenLink(
+            origin, self.vault, target, "ambiguous" if candidates else "unresolved",
+            candidates, occurrence.line, occurrence.evidence))
+        return None
+
+    def tag(self, tag: str, origin: str, occurrence: _Occurrence) -> None:
+        """TAGGED note->tag, and CHILD_OF up the nesting ('a/b/c' -> 'a/b' -> 'a')."""
+        self.nodes[f"tag:{tag}"] = Node(f"tag:{tag}", "tag", tag, None)
+        self.add_edge(origin, "TAGGED", f"tag:{tag}", "tag", origin, occurrence)
+        self.mention(occurrence, f"tag:{tag}", origin)
+        child = tag
+        while parent := child.rpartition("/")[0].rstrip("/"):
+            self.nodes[f"tag:{parent}"] = Node(f"tag:{parent}", "tag", parent, None)
+            self.add_edge(f"tag:{child}", "CHILD_OF", f"tag:{parent}", "tag", origin, occurrence)
+            child = parent
+
+    def url(self, url: str, origin: str, occurrence: _Occurrence) -> None:
+        canonical = canonical_url(url)
+        if canonical is None:
+            return
+        key = f"link:{canonical}"
+        self.nodes[key] = Node(key, "link", canonical, None,
+                               {"url": canonical, "host": urlsplit(canonical).hostname})
+        self.add_edge(origin, "REFERENCES", key, "url", origin, occurrence)
+        self.mention(occurrence, key, origin)
+
+    def finished_edges(self) -> list[Edge]:
+        edges = []
+        for (src, relation, dst, extractor, origin), occurrences in self.edges.items():
+            shown = min(occurrences, key=lambda o: (not o.evidence, o.line))
+            evidence = tuple(sorted({c for o in occurrences for c in o.evidence}))
+            edges.append(Edge(src, dst, relation, EXPLICIT, extractor, origin, self.vault,
+                              evidence, shown.text))
+        return sorted(edges, key=lambda e: (e.src, e.relation, e.dst, e.extractor, e.origin))
+
+
+def _note_node(vault: str, row: dict) -> Node:
+    properties = {"path": row["path"], "aliases": list(row.get("aliases") or []),
+                  "tags": list(row.get("tags") or [])}
+    for name, column in (("created", "created_at"), ("modified", "modified_at")):
+        if value := _iso(row.get(column)):
+            properties[name] = value
+    return Node(row["note_key"], "note", row["title"], vault, properties)
+
+
+def _extract_note(builder: _GraphBuilder, row: dict, text: _NoteText,
+                  relation_fields: Collection[str]) -> None:
+    frontmatter_lines = _wikilinks(builder, row, text)
+    _markdown_links(builder, row, text)
+    _frontmatter_links(builder, row, text, relation_fields, frontmatter_lines)
+    _typed_relations(builder, row, text)
+    _tags(builder, row, text)
+
+
+def _wikilinks(builder: _GraphBuilder, row: dict, text: _NoteText) -> dict[str, int]:
+    """Body wikilinks and embeds; returns the line of each frontmatter target, which the
+    frontmatter pass needs for its broken links."""
+    origin, resolver = row["note_key"], builder.resolver
+    frontmatter_lines: dict[str, int] = {}
+    for link in sorted([*(row.get("wikilinks") or []), *(row.get("embeds") or [])],
+                       key=lambda link: (link["line"], link["target"], link["embed"])):
+        if not text.in_body(link["line"]):
+            frontmatter_lines.setdefault(link["target"], link["line"])
+            continue
+        if not link["target"]:
+            continue  # [[#Heading]] / [[#^block]] point into the note itself
+        occurrence = text.body_occurrence(link["line"], _wikilink_pattern(link["target"]),
+                                          f"[[{link['target']}]]")
+        node = builder.target_node(resolver.resolve(link["target"]), origin, link["target"],
+                                   occurrence)
+        if node:
+            relation, extractor = ("EMBEDS", "embed") if link["embed"] else ("LINKS_TO", "wikilink")
+            builder.add_edge(origin, relation, node, extractor, origin, occurrence)
+            builder.mention(occurrence, node, origin)
+    return frontmatter_lines
+
+
+def _markdown_links(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
+    """http(s) URLs become link nodes; relative paths resolve like wikilinks."""
+    origin = row["note_key"]
+    for link in sorted(row.get("links") or [], key=lambda link: (link["line"], link["url"])):
+        occurrence = text.body_occurrence(link["line"], re.compile(re.escape(link["url"])),
+                                          link["url"])
+        if canonical_url(link["url"]):
+            builder.url(link["url"], origin, occurrence)
+            continue
+        path = _relative_link_path(link["url"])
+        if path is None:
+            continue
+        candidates = builder.resolver.resolve_relative(path, row["path"])
+        if not candidates and not path.lower().endswith(".md"):
+            continue  # a relative link to a file outside the vault is not a note link
+        node = builder.target_node(candidates, origin, link["url"], occurrence)
+        if node:
+            builder.add_edge(origin, "EMBEDS" if link["image"] else "LINKS_TO", node,
+                             "markdown_link", origin, occurrence)
+            builder.mention(occurrence, node, origin)
+
+
+def _frontmatter_links(builder: _GraphBuilder, row: dict, text: _NoteText,
+                       relation_fields: Collection[str], lines: dict[str, int]) -> None:
+    """A relation field names the edge (``up:`` -> UP); other link fields are LINKS_TO."""
+    origin = row["note_key"]
+    frontmatter_links = json.loads(row.get("frontmatter_links") or "{}")
+    for key, targets in sorted(frontmatter_links.items()):
+        for target in targets:
+            occurrence = text.frontmatter_occurrence(
+                key, lines.get(target, text.body_start_line - 1), target)
+            node = builder.target_node(builder.resolver.resolve(target), origin, target, occurrence)
+            if node and key in relation_fields:
+                builder.add_edge(origin, _relation_name(key), node, "frontmatter", origin,
+                                 occurrence)
+            elif node and key != _RELATIONSHIPS_FIELD:
+                builder.add_edge(origin, "LINKS_TO", node, "frontmatter", origin, occurrence)
+
+
+def _typed_relations(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
+    """``[[A]]|REL|[[B]]`` and ``relationships:``; "" on either side is the note itself."""
+    origin = row["note_key"]
+    for relation in sorted(row.get("relations") or [],
+                           key=lambda r: (r["line"], r["relation"], r["subject"], r["object"])):
+        sides = []
+        for side in (relation["subject"], relation["object"]):
+            candidates = builder.resolver.resolve(side) if side else (origin,)
+            sides.append(candidates[0] if len(candidates) == 1 else None)
+        # an unresolved side was already reported as a broken link by its wikilink
+        if None in sides or sides[0] == sides[1]:
+            continue
+        if relation["line"] and text.in_body(relation["line"]):
+            occurrence = text.body_occurrence(
+                relation["line"], re.compile(re.escape(relation["relation"]), re.IGNORECASE),
+                relation["relation"])
+        else:
+            occurrence = text.frontmatter_occurrence(_RELATIONSHIPS_FIELD, relation["line"],
+                                                     relation["relation"])
+        builder.add_edge(sides[0], relation["relation"].upper(), sides[1], "typed_relation",
+                         origin, occurrence)
+
+
+def _tags(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
+    for entry in sorted(row.get("tag_lines") or [], key=lambda entry: entry["tag"]):
+        for line in entry["lines"]:
+            if text.in_body(line):
+                occurrence = text.body_occurrence(line, _tag_pattern(entry["tag"]),
+                                                  f"#{entry['tag']}")
+            else:
+                occurrence = text.frontmatter_occurrence(
+                    text.frontmatter_tag_field(entry["tag"]), line, entry["tag"])
+            builder.tag(entry["tag"], row["note_key"], occurrence)
+
+
+@cache
+def _block_parser():
+    return new_markdown_parser()
+
+
+def _code_lines(body: str) -> set[int]:
+    """1-based body lines inside fenced or indented code blocks."""
+    return {line + 1 for token in _block_parser().parse(body)
+            if token.type in ("fence", "code_block") and token.map
+            for line in range(*token.map)}
+
+
+def _references(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
+    """Tickets and commits the body cites outside code blocks, for cross_source_links to
+    resolve in whichever source holds them (their lines count the whole file)."""
+    found = [ref for ref in find_references(text.body) if ref.kind in (JIRA, GITHUB, COMMIT)]
+    code = _code_lines(text.body) if found else set()
+    for ref in found:
+        if ref.line not in code:
+            builder.references.add(GraphReference(
+                builder.vault, row["note_key"], row["note_key"], ref.relation, ref.kind,
+                ref.target, ref.written, text.body_start_line + ref.line - 1,
+                chunks_holding(text.chunks, ref.start, ref.end), line_text(text.body, ref.start)))
+
+
+
+
+def extract_vault_graph(
+    source: str,
+    notes: list[dict],
+    chunks: list[dict],
+    *,
+    attachments: Collection[str] = frozenset(),
+    relation_fields: tuple[str, ...] = DEFAULT_RELATION_FIELDS,
+) -> SourceGraph:
+    """The graph of one vault from its ``notes`` rows, ``chunks`` rows (chunk_id, path,
+    char_start, char_end) and attachment paths, in a deterministic order."""
+    rows = sorted(notes, key=lambda row: row["path"])
+    resolver = LinkResolver(source, (row["path"] for row in rows),
+                            {row["path"]: row.get("aliases") or [] for row in rows}, attachments)
+    chunks_by_path: dict[str, list[dict]] = {}
+    for chunk in chunks:
+        chunks_by_path.setdefault(chunk["path"], []).append(chunk)
+    builder = _GraphBuilder(source, resolver)
+    fields = set(relation_fields)
+    for row in rows:
+        builder.nodes[row["note_key"]] = _note_node(source, row)
+        note_text = _NoteText(row, chunks_by_path.get(row["path"], []))
+        _extract_note(builder, row, note_text, fields)
+        _references(builder, row, note_text)
+
+    edges = builder.finished_edges()
+    broken = sorted(builder.broken, key=lambda b: (b.origin, b.line, b.target, b.candidates))
+    mentions = sorted(builder.mentions, key=lambda m: (m.chunk_id, m.node_key))
+    references = sorted(builder.references,
+                        key=lambda r: (r.origin, r.line, r.kind, r.target, r.written))
+    return SourceGraph.assemble(builder.nodes, (row["note_key"] for row in rows), edges,
+                                broken, mentions, references)

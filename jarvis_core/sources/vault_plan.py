@@ -1,0 +1,179 @@
+"""Incremental vault ingestion: decide what changed, parse only that, report everything.
+
+A note is re-read only when its size or mtime moved, and re-parsed only when its bytes
+(sha256) or the parser version changed. Files that cannot be ingested are recorded as
+failures with a reason and re-tried only when they change on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import PurePosixPath
+
+import polars as pl
+
+from jarvis_core.graph.keys import note_key
+from jarvis_core.sources.notes import parse_note
+from jarvis_core.sources.parsed_note import ParsedNote
+from jarvis_core.sources.vault_scan import NoteReadError, VaultFile, VaultScan, read_note
+from jarvis_core.stores import tables
+
+PARSER_VERSION = 2
+
+log = logging.getLogger(__name__)
+_WORD = re.compile(r"\w+")
+
+
+@dataclass
+class IngestPlan:
+    """What one ingestion run writes for one vault, and the counts it reports."""
+
+    source: str
+    note_rows: list[dict] = field(default_factory=list)
+    touched: list[tuple[int, int, str]] = field(default_factory=list)  # size, mtime_ns, path
+    removed_paths: set[str] = field(default_factory=set)
+    failures: list[dict] = field(default_factory=list)
+    attachments: list[dict] = field(default_factory=list)
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    deleted: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[str]:
+        return [f["path"] for f in self.failures]
+
+    def counts(self) -> dict[str, int]:
+        return {"new": len(self.new), "changed": len(self.changed), "unchanged": self.unchanged,
+                "deleted": len(self.deleted), "failed": len(self.failures),
+                "renamed": len(self.renamed)}
+
+
+def _timestamp(value: str | None) -> datetime | None:
+    """ISO date or datetime (as the parser emits) to a naive UTC datetime."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        try:
+            parsed = datetime.combine(date.fromisoformat(value), datetime.min.time())
+        except ValueError:
+            return None
+    if parsed.tzinfo:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed
+
+
+def _from_ns(mtime_ns: int) -> datetime:
+    return datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC).replace(tzinfo=None)
+
+
+def note_row(source: str, file: VaultFile, content_hash: str, parsed: ParsedNote,
+             warnings: list[str], now: datetime) -> dict:
+    as_dicts = lambda items: [vars(item) for item in items]  # noqa: E731 - dataclass rows
+    all_warnings = list(warnings)
+    if parsed.frontmatter_error:
+        all_warnings.append(parsed.frontmatter_error)
+    return {
+        "source": source, "path": file.path, "note_key": note_key(source, file.path),
+        "title": parsed.title, "size_bytes": file.size_bytes, "mtime_ns": file.mtime_ns,
+        "content_hash": content_hash, "parser_version": PARSER_VERSION,
+        "frontmatter": json.dumps(parsed.frontmatter, ensure_ascii=False, sort_keys=True),
+        "frontmatter_error": parsed.frontmatter_error,
+        "aliases": parsed.aliases, "tags": parsed.tags,
+        "tag_lines": [{"tag": tag, "lines": lines} for tag, lines in parsed.tag_lines.items()],
+        "wikilinks": as_dicts(parsed.wikilinks), "embeds": as_dicts(parsed.embeds),
+        "links": as_dicts(parsed.links), "headings": as_dicts(parsed.headings),
+        "block_ids": parsed.block_ids, "relations": as_dicts(parsed.relations),
+        "frontmatter_links": json.dumps(parsed.frontmatter_links, ensure_ascii=False,
+                                        sort_keys=True),
+        "created_at": _timestamp(parsed.created),
+        "modified_at": _timestamp(parsed.modified) or _from_ns(file.mtime_ns),
+        "body": parsed.body, "body_start_line": parsed.body_start_line,
+        "word_count": len(_WORD.findall(parsed.body)), "warnings": all_warnings,
+        "ingested_at": now,
+    }
+
+
+def plan_ingest(source: str, scan: VaultScan, existing: pl.DataFrame,
+                previous_failures: pl.DataFrame, max_note_bytes: int) -> IngestPlan:
+    """Compare a fresh scan with the stored notes and parse what is new or changed.
+
+    ``existing`` has columns path, size_bytes, mtime_ns, content_hash, parser_version;
+    ``previous_failures`` has path, size_bytes, mtime_ns, reason.
+    """
+    plan = IngestPlan(source=source)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    stored = {row["path"]: row for row in existing.iter_rows(named=True)}
+    failed_before = {row["path"]: row for row in previous_failures.iter_rows(named=True)}
+    hashes_seen: dict[str, str] = {}
+
+    for problem in scan.problems:
+        plan.failures.append({"source": source, "path": problem.path, "reason": problem.reason,
+                              "size_bytes": None, "mtime_ns": None, "detected_at": now})
+    for file in scan.notes:
+        old = stored.get(file.path)
+        if (old and old["size_bytes"] == file.size_bytes and old["mtime_ns"] == file.mtime_ns
+                and old["parser_version"] == PARSER_VERSION):
+            plan.unchanged += 1
+            continue
+        before = failed_before.get(file.path)
+        if before and (before["size_bytes"], before["mtime_ns"]) == (file.size_bytes,
+                                                                      file.mtime_ns):
+            plan.failures.append({**before, "source": source, "detected_at": now})
+            if old:
+                plan.removed_paths.add(file.path)
+            continue
+        try:
+            text, content_hash, warnings = read_note(file, max_note_bytes)
+            if old and old["content_hash"] == content_hash and \
+                    old["parser_version"] == PARSER_VERSION:
+                plan.touched.append((file.size_bytes, file.mtime_ns, file.path))
+                plan.unchanged += 1
+                continue
+            parsed = parse_note(text, path=file.path)
+        except NoteReadError as exc:
+            plan.failures.append({"source": source, "path": file.path, "reason": str(exc),
+                                  "size_bytes": file.size_bytes, "mtime_ns": file.mtime_ns,
+                                  "detected_at": now})
+            if old:
+                plan.removed_paths.add(file.path)
+            continue
+        except Exception as exc:  # a parser bug must not cost the other notes
+            log.exception("parsing %s/%s failed", source, file.path)
+            plan.failures.append({"source": source, "path": file.path,
+                                  "reason": f"parser error: {type(exc).__name__}: {exc}",
+                                  "size_bytes": file.size_bytes, "mtime_ns": file.mtime_ns,
+                                  "detected_at": now})
+            if old:
+                plan.removed_paths.add(file.path)
+            continue
+        plan.note_rows.append(note_row(source, file, content_hash, parsed, warnings, now))
+        plan.removed_paths.add(file.path)
+        (plan.changed if old else plan.new).append(file.path)
+        hashes_seen[content_hash] = file.path
+
+    on_disk = {file.path for file in scan.notes}
+    for path, old in stored.items():
+        if path not in on_disk:
+            plan.deleted.append(path)
+            plan.removed_paths.add(path)
+            if old["content_hash"] in hashes_seen:
+                plan.renamed.append((path, hashes_seen[old["content_hash"]]))
+
+    plan.attachments = [
+        {"source": source, "path": f.path, "extension": PurePosixPath(f.path).suffix.lower(),
+         "size_bytes": f.size_bytes, "mtime_ns": f.mtime_ns}
+        for f in scan.attachments
+    ]
+    return plan
+
+
+def note_frame(plan: IngestPlan) -> pl.DataFrame:
+    return tables.frame("notes", plan.note_rows)

@@ -1,0 +1,412 @@
+"""The keyword index: BM25 over chunks and over document names, with Tantivy.
+
+Why Tantivy (tantivy-py), measured on SciFact and at 100k chunks (README, "Keyword and
+hybrid search"): SQLite FTS5 scores well but computes ``bm25()`` for every matching row, so
+an OR query over 100k chunks took 40-100 ms; bm25s queries in ~1 ms but only builds whole
+indexes (20+ s at 100k chunks, on every publish). Tantivy is Lucene's design in Rust: BM25
+(k1 1.2, b 0.75) with block-max WAND top-k, per-document deletes and adds committed as new
+immutable segments, and readers that open a directory without any lock.
+
+The analyzer is Tantivy's: simple word splitting, long tokens dropped, lower case, ASCII
+folding, the English stop words (Lucene's list), Snowball English stemming. Each chunk is
+one field, title + heading path + text (Anserini's "flat" BEIR setting); names (titles and
+paths of documents) are a second, small index.
+
+The index follows the chunks table per chunk id: a chunk id is a content hash, so a changed
+chunk is a new id; vanished ids are deleted and new ids added, the rest is untouched. A
+small SQLite ledger beside the index records what is indexed, with a fingerprint of the
+indexed fields and metadata (a changed title or tag re-indexes the chunk although its id
+stays). Writers take Tantivy's writer lock (waiting while another process holds it); the
+serving layer copies the committed segments into each published version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import tantivy
+
+from jarvis_core.stores.vectors.filters import VectorFilter
+
+ANALYZER = "jarvis_en"
+MAX_TOKEN_CHARS = 40
+WRITER_HEAP_BYTES = 50_000_000
+SNIPPET_CHARS = 240
+HIGHLIGHT = ("**", "**")
+CHUNKS_DIR, NAMES_DIR, LEDGER_FILE = "chunks", "names", "ledger.sqlite"
+_LOCK_FILES = (".tantivy-writer.lock", ".tantivy-meta.lock")
+
+# The columns ``sync_source`` reads (vector_sync.PAYLOAD_SQL selects all of them).
+CHUNK_COLUMNS = ("chunk_id", "source_type", "doc_key", "path", "title", "heading_path", "text",
+                 "tags", "modified_at")
+
+_LEDGER = """
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT PRIMARY KEY, source TEXT NOT NULL, fingerprint TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks(source);
+CREATE TABLE IF NOT EXISTS documents (
+    source TEXT NOT NULL, doc_key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    PRIMARY KEY (source, doc_key));
+"""
+
+
+def analyzer() -> tantivy.TextAnalyzer:
+    return (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+            .filter(tantivy.Filter.remove_long(MAX_TOKEN_CHARS))
+            .filter(tantivy.Filter.lowercase())
+            .filter(tantivy.Filter.ascii_fold())
+            .filter(tantivy.Filter.stopword("english"))
+            .filter(tantivy.Filter.stemmer("english"))
+            .build())
+
+
+def _chunk_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    for field in ("chunk_id", "source", "source_type", "tags"):
+        builder.add_text_field(field, stored=field == "chunk_id", tokenizer_name="raw")
+    builder.add_date_field("modified_at", indexed=True, fast=True)
+    builder.add_text_field("body", stored=True, tokenizer_name=ANALYZER)
+    return builder.build()
+
+
+def _name_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("name_key", tokenizer_name="raw")
+    for field in ("source", "doc_key", "source_type"):
+        builder.add_text_field(field, stored=True, tokenizer_name="raw")
+    for field in ("title", "path"):
+        builder.add_text_field(field, stored=True, tokenizer_name=ANALYZER)
+    return builder.build()
+
+
+def _open_index(path: Path, schema: tantivy.Schema, create: bool) -> tantivy.Index:
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+        index = tantivy.Index(schema, path=str(path), reuse=True)
+    else:
+        if not (path / "meta.json").is_file():
+            raise FileNotFoundError(f"no keyword index at {path}")
+        index = tantivy.Index.open(str(path))
+    index.register_tokenizer(ANALYZER, analyzer())
+    return index
+
+
+def chunk_body(title: str | None, heading_path: Sequence[str] | None, text: str | None) -> str:
+    """The one indexed field of a chunk: title, heading path and text."""
+    heading = " > ".join(heading_path or [])
+    return "\n".join(part for part in (title, heading, text) if part)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """Naive datetimes are UTC, as everywhere in Jarvis."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _fingerprint(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
+
+
+def _name_key(source: str, doc_key: str) -> str:
+    return f"{source}\x1f{doc_key}"
+
+
+@dataclass(frozen=True)
+class KeywordSyncReport:
+    """Chunks added, re-indexed (same id, changed title, tags or dates), removed, kept."""
+
+    new: int
+    changed: int
+    deleted: int
+    unchanged: int
+    documents: int
+
+    def as_dict(self) -> dict:
+        return {"new": self.new, "changed": self.changed, "deleted": self.deleted,
+                "unchanged": self.unchanged, "documents": self.documents}
+
+
+@dataclass(frozen=True)
+class KeywordHit:
+    chunk_id: str
+    score: float
+    snippet: str = ""
+
+
+@dataclass(frozen=True)
+class NameHit:
+    source: str
+    doc_key: str
+    source_type: str
+    path: str
+    title: str
+    score: float
+
+
+class KeywordIndex:
+    """The pipeline's working index under one directory: chunk and name indexes plus the
+    ledger. Opening it is cheap; writes wait for Tantivy's writer lock up to
+    ``busy_timeout`` seconds when another process holds it."""
+
+    def __init__(self, directory: Path, *, busy_timeout: float = 30.0) -> None:
+        self.directory = Path(directory)
+        self.busy_timeout = busy_timeout
+        self._chunks = _open_index(self.directory / CHUNKS_DIR, _chunk_schema(), create=True)
+        self._names = _open_index(self.directory / NAMES_DIR, _name_schema(), create=True)
+        self._ledger = sqlite3.connect(self.directory / LEDGER_FILE, timeout=busy_timeout,
+                                       isolation_level=None, check_same_thread=False)
+        self._ledger.executescript(_LEDGER)
+
+    def close(self) -> None:
+        self._ledger.close()
+
+    def __enter__(self) -> KeywordIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _writers(self) -> Iterator[tuple[tantivy.IndexWriter, tantivy.IndexWriter]]:
+        """Both writers, taken in a fixed order; released when the block ends (the writer
+        lock is what serialises writers and the publisher across processes)."""
+        deadline = time.monotonic() + self.busy_timeout
+        writers: list[tantivy.IndexWriter] = []
+        try:
+            for index in (self._chunks, self._names):
+                while True:
+                    try:
+                        writers.append(index.writer(WRITER_HEAP_BYTES, 1))
+                        break
+                    except ValueError as exc:
+                        if "LockBusy" not in str(exc) or time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.1)
+            yield writers[0], writers[1]
+        finally:
+            for writer in writers:
+                writer.wait_merging_threads()  # consumes the writer, releasing its lock
+
+    def sync_source(self, source: str, chunks: pl.DataFrame) -> KeywordSyncReport:
+        """Make the index hold exactly ``chunks`` (columns CHUNK_COLUMNS) for ``source``."""
+        rows = {row["chunk_id"]: row for row in chunks.select(CHUNK_COLUMNS).iter_rows(named=True)}
+        prints = {chunk_id: _fingerprint(row["source_type"], row["doc_key"], row["path"],
+                                         chunk_body(row["title"], row["heading_path"],
+                                                    row["text"]),
+                                         sorted(row["tags"] or []), _utc(row["modified_at"]))
+                  for chunk_id, row in rows.items()}
+        documents: dict[str, dict] = {}
+        for row in rows.values():
+            documents.setdefault(row["doc_key"], row)
+        doc_prints = {key: _fingerprint(row["source_type"], row["path"], row["title"])
+                      for key, row in documents.items()}
+        stored = dict(self._ledger.execute(
+            "SELECT chunk_id, fingerprint FROM chunks WHERE source = ?", [source]))
+        stored_docs = dict(self._ledger.execute(
+            "SELECT doc_key, fingerprint FROM documents WHERE source = ?", [source]))
+        stale = [chunk_id for chunk_id, fp in stored.items() if prints.get(chunk_id) != fp]
+        fresh = [chunk_id for chunk_id in rows if stored.get(chunk_id) != prints[chunk_id]]
+        stale_docs = [key for key, fp in stored_docs.items() if doc_prints.get(key) != fp]
+        fresh_docs = [key for key in documents if stored_docs.get(key) != doc_prints[key]]
+        if stale or fresh or stale_docs or fresh_docs:
+            with self._writers() as (chunk_writer, name_writer):
+                # Fresh ids are deleted too: a crash between commit and ledger write leaves
+                # them indexed, and a delete applies to documents added before it.
+                for chunk_id in {*stale, *fresh}:
+                    chunk_writer.delete_documents_by_term("chunk_id", chunk_id)
+                for chunk_id in fresh:
+                    chunk_writer.add_document(self._chunk_document(source, rows[chunk_id]))
+                for key in {*stale_docs, *fresh_docs}:
+                    name_writer.delete_documents_by_term("name_key", _name_key(source, key))
+                for key in fresh_docs:
+                    row = documents[key]
+                    name_writer.add_document(tantivy.Document(
+                        name_key=_name_key(source, key), source=source, doc_key=key,
+                        source_type=row["source_type"], title=row["title"] or "",
+                        path=row["path"]))
+                chunk_writer.commit()
+                name_writer.commit()
+            self._record(source, stale, {c: prints[c] for c in fresh}, stale_docs,
+                         {k: doc_prints[k] for k in fresh_docs})
+        changed = len(set(stale) & set(fresh))
+        return KeywordSyncReport(new=len(fresh) - changed, changed=changed,
+                                 deleted=len(stale) - changed,
+                                 unchanged=len(rows) - len(fresh), documents=len(documents))
+
+    @staticmethod
+    def _chunk_document(source: str, row: dict) -> tantivy.Document:
+        document = tantivy.Document(
+            chunk_id=row["chunk_id"], source=source, source_type=row["source_type"],
+            body=chunk_body(row["title"], row["heading_path"], row["text"]))
+        for tag in row["tags"] or []:
+            document.add_text("tags", tag)
+        modified = _utc(row["modified_at"])
+        if modified is not None:
+            document.add_date("modified_at", modified)
+        return document
+
+    def _record(self, source: str, stale: list[str], fresh: dict[str, str],
+                stale_docs: list[str], fresh_docs: dict[str, str]) -> None:
+        conn = self._ledger
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(c,) for c in stale])
+            conn.executemany("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
+                             [(c, source, fp) for c, fp in fresh.items()])
+            conn.executemany("DELETE FROM documents WHERE source = ? AND doc_key = ?",
+                             [(source, k) for k in stale_docs])
+            conn.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?)",
+                             [(source, k, fp) for k, fp in fresh_docs.items()])
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def chunk_ids(self, source: str) -> set[str]:
+        """The chunk ids the ledger says are indexed for ``source``."""
+        return {chunk_id for (chunk_id,) in self._ledger.execute(
+            "SELECT chunk_id FROM chunks WHERE source = ?", [source])}
+
+    def indexed_count(self, source: str) -> int:
+        """Live documents of ``source`` in the Tantivy index itself."""
+        self._chunks.reload()
+        searcher = self._chunks.searcher()
+        query = tantivy.Query.term_query(self._chunks.schema, "source", source)
+        return searcher.search(query, 1, count=True).count
+
+    def counts(self) -> dict[str, int]:
+        """Indexed chunks per source (from the ledger)."""
+        return dict(self._ledger.execute(
+            "SELECT source, count(*) FROM chunks GROUP BY source ORDER BY source"))
+
+    def publish_copy(self, dest: Path) -> None:
+        """Copy the committed indexes to ``dest`` (which must not exist), holding the writer
+        locks so no commit or merge changes the files meanwhile; appears atomically."""
+        dest = Path(dest)
+        if dest.exists():
+            raise FileExistsError(f"publish destination already exists: {dest}")
+        staging = dest.with_name(f".{dest.name}.partial")
+        ignore = shutil.ignore_patterns(*_LOCK_FILES)
+        try:
+            with self._writers():
+                for name in (CHUNKS_DIR, NAMES_DIR):
+                    shutil.copytree(self.directory / name, staging / name, ignore=ignore)
+            staging.rename(dest)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+
+class KeywordSearcher:
+    """A published copy, opened for queries: no lock is taken, any number of processes and
+    threads can search it."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self._chunks = _open_index(self.directory / CHUNKS_DIR, _chunk_schema(), create=False)
+        self._names = _open_index(self.directory / NAMES_DIR, _name_schema(), create=False)
+        self._chunk_searcher = self._chunks.searcher()
+        self._name_searcher = self._names.searcher()
+        self._analyzer = analyzer()
+        self._lock = threading.Lock()  # the analyzer is not shared across threads
+
+    def terms(self, query: str) -> list[str]:
+        with self._lock:
+            return list(dict.fromkeys(self._analyzer.analyze(query)))
+
+    def _any_term(self, schema: tantivy.Schema, fields: Sequence[str],
+                  terms: Sequence[str]) -> tantivy.Query:
+        return tantivy.Query.boolean_query([
+            (tantivy.Occur.Should, tantivy.Query.term_query(schema, field, term))
+            for term in terms for field in fields])
+
+    def search(self, query: str, limit: int = 10, filters: VectorFilter | None = None,
+               snippets: bool = False) -> list[KeywordHit]:
+        """Chunks holding any of the query's terms, best BM25 score first (ties by chunk
+        id); ``snippets`` adds a preview with the matched words in bold. Filters mean what
+        they mean for the vector store (an empty list matches nothing)."""
+        terms = self.terms(query)
+        schema = self._chunks.schema
+        conditions = _filter_queries(schema, filters)
+        if not terms or conditions is None:
+            return []
+        text_query = self._any_term(schema, ["body"], terms)
+        full = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, text_query)]
+            + [(tantivy.Occur.Must, tantivy.Query.const_score_query(c, 0.0))
+               for c in conditions]) if conditions else text_query
+        searcher = self._chunk_searcher
+        generator = None
+        if snippets:
+            generator = tantivy.SnippetGenerator.create(searcher, text_query, schema, "body")
+            generator.set_max_num_chars(SNIPPET_CHARS)
+        hits = []
+        for score, address in searcher.search(full, limit, count=False).hits:
+            document = searcher.doc(address)
+            preview = _highlighted(generator.snippet_from_doc(document)) if generator else ""
+            hits.append(KeywordHit(document["chunk_id"][0], float(score), preview))
+        return sorted(hits, key=lambda hit: (-hit.score, hit.chunk_id))
+
+    def search_names(self, query: str, limit: int = 10,
+                     sources: Sequence[str] | None = None) -> list[NameHit]:
+        """Documents whose title or path holds any of the query's terms, best first."""
+        terms = self.terms(query)
+        if not terms or (sources is not None and not sources):
+            return []
+        schema = self._names.schema
+        name_query = self._any_term(schema, ["title", "path"], terms)
+        if sources is not None:
+            name_query = tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, name_query),
+                (tantivy.Occur.Must, tantivy.Query.const_score_query(
+                    tantivy.Query.term_set_query(schema, "source", list(sources)), 0.0))])
+        searcher = self._name_searcher
+        hits = []
+        for score, address in searcher.search(name_query, limit, count=False).hits:
+            document = searcher.doc(address)
+            hits.append(NameHit(*(document[f][0] for f in ("source", "doc_key", "source_type",
+                                                           "path", "title")), float(score)))
+        return sorted(hits, key=lambda hit: (-hit.score, hit.path))
+
+
+def _filter_queries(schema: tantivy.Schema, filters: VectorFilter | None
+                    ) -> list[tantivy.Query] | None:
+    """The filter as queries that must all match; None when it matches nothing."""
+    if filters is None:
+        return []
+    queries = []
+    for field, values in (("source", filters.sources), ("source_type", filters.source_types),
+                          ("tags", filters.tags_any)):
+        if values is not None:
+            if not values:
+                return None
+            queries.append(tantivy.Query.term_set_query(schema, field, list(values)))
+    if filters.modified_from is not None or filters.modified_to is not None:
+        queries.append(tantivy.Query.range_query(
+            schema, "modified_at", tantivy.FieldType.Date, _utc(filters.modified_from),
+            _utc(filters.modified_to)))
+    return queries
+
+
+def _highlighted(snippet: tantivy.Snippet) -> str:
+    """The snippet's fragment on one line with its matched words between HIGHLIGHT marks
+    (Tantivy's highlight ranges are UTF-8 byte offsets)."""
+    fragment, parts, position = snippet.fragment().encode(), [], 0
+    for span in sorted(snippet.highlighted(), key=lambda s: s.start):
+        parts += [fragment[position:span.start].decode(errors="replace"), HIGHLIGHT[0],
+                  fragment[span.start:span.end].decode(errors="replace"), HIGHLIGHT[1]]
+        position = span.end
+    parts.append(fragment[position:].decode(errors="replace"))
+    return " ".join("".join(parts).split())

@@ -1,0 +1,92 @@
+"""Keeping a vector collection equal to the chunks table, embedding only what is missing.
+
+The collection belongs to one model (its name encodes model and dimension), so "has a
+vector" means "has a vector from the current model", and a model change starts from an
+empty collection instead of mixing vectors.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+import numpy as np
+import polars as pl
+
+from jarvis_core.stores.vectors.base import VectorPoint, VectorStore
+from jarvis_core.text.chunking import embedding_text
+
+# When each kind of document last changed, by its chunks' path ($1 is the source).
+_DOCUMENT_DATES = (
+    "SELECT path, modified_at FROM notes WHERE source = $1",
+    "SELECT 'commits/' || sha AS path, committed_at AS modified_at FROM commits "
+    "WHERE source = $1",
+    "SELECT path, modified_at FROM repo_docs WHERE source = $1",
+    "SELECT 'tickets/' || key AS path, coalesce(updated_at, created_at) AS modified_at "
+    "FROM tickets WHERE source = $1",
+)
+
+# The chunk columns (plus the note's tags or the ticket's labels and the document's
+# modification time) a vector carries; other documents have no tags.
+PAYLOAD_SQL = f"""
+    SELECT c.chunk_id, c.source, c.source_type, c.doc_key, c.path, c.title,
+           c.heading_path, c.context, c.text,
+           coalesce(n.tags, t.labels, []::VARCHAR[]) AS tags, d.modified_at
+    FROM chunks c
+    LEFT JOIN notes n ON n.source = c.source AND n.path = c.path
+    LEFT JOIN tickets t ON t.source = c.source AND 'tickets/' || t.key = c.path
+    LEFT JOIN ({" UNION ALL ".join(_DOCUMENT_DATES)}) d ON d.path = c.path
+    WHERE c.source = $1
+"""
+
+
+class TextEmbedder(Protocol):
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    embedded: int
+    reused: int
+    deleted: int
+    embed_seconds: float
+
+    @property
+    def chunks_per_second(self) -> float:
+        return round(self.embedded / self.embed_seconds, 1) if self.embed_seconds else 0.0
+
+
+def payload(row: dict) -> dict:
+    """What a search hit needs without a table lookup, and every field it is filtered on."""
+    modified = row["modified_at"]
+    return {
+        "chunk_id": row["chunk_id"], "source": row["source"],
+        "source_type": row["source_type"], "doc_key": row["doc_key"], "path": row["path"],
+        "title": row["title"], "heading": (row["heading_path"] or [""])[-1],
+        "heading_path": list(row["heading_path"] or []), "tags": list(row["tags"] or []),
+        "modified_at": modified.replace(tzinfo=UTC).isoformat()
+        if isinstance(modified, datetime) else None,
+    }
+
+
+def sync_source(source: str, chunks: pl.DataFrame, store: VectorStore, embedder: TextEmbedder,
+                batch_size: int = 256) -> SyncReport:
+    """Embed the chunks of ``source`` that have no vector, delete vectors of vanished chunks."""
+    stored = store.chunk_ids(source)
+    current = set(chunks["chunk_id"].to_list())
+    missing = chunks.filter(~pl.col("chunk_id").is_in(list(stored)))
+    vanished = stored - current
+    if vanished:
+        store.delete(sorted(vanished))
+    spent = 0.0
+    for batch in missing.iter_slices(batch_size):
+        rows = batch.to_dicts()
+        started = time.perf_counter()
+        vectors = embedder.embed([embedding_text(r["context"], r["text"]) for r in rows])
+        spent += time.perf_counter() - started
+        store.upsert([VectorPoint(r["chunk_id"], vector, payload(r))
+                      for r, vector in zip(rows, vectors, strict=True)])
+    return SyncReport(embedded=missing.height, reused=len(current & stored),
+                      deleted=len(vanished), embed_seconds=spent)

@@ -1,0 +1,124 @@
+"""Turning source documents into chunks incrementally, the same way for every source kind.
+
+A document is re-chunked only when its text (hash) or the chunking configuration
+changed; chunk ids are stable, so the layers below can tell kept chunks from new ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from jarvis_core.stores import tables
+from jarvis_core.text.chunking import chunk_document
+from jarvis_core.text.tokens import TokenCounter
+
+CHUNKER_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Document:
+    """The source-independent view of anything that gets chunked."""
+
+    source: str
+    source_type: str
+    doc_key: str
+    path: str
+    title: str
+    text: str
+    doc_hash: str
+
+
+def chunk_config_id(model: str, max_tokens: int, overlap_tokens: int) -> str:
+    """Identifies everything that shapes chunks; a change re-chunks every document."""
+    spec = f"v{CHUNKER_VERSION}|{model}|{max_tokens}|{overlap_tokens}"
+    return hashlib.sha256(spec.encode()).hexdigest()[:16]
+
+
+@dataclass
+class ChunkPlan:
+    source: str
+    chunk_rows: list[dict] = field(default_factory=list)
+    document_rows: list[dict] = field(default_factory=list)
+    removed_paths: set[str] = field(default_factory=set)
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    chunks_kept: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {"new": self.new, "changed": self.changed, "unchanged": self.unchanged,
+                "deleted": self.deleted, "failed": len(self.failed),
+                "chunks_added": self.chunks_added, "chunks_removed": self.chunks_removed,
+                "chunks_kept": self.chunks_kept}
+
+
+def stale_documents(current: pl.DataFrame, chunked: pl.DataFrame, config_id: str) -> tuple[
+        list[str], list[str], list[str], int]:
+    """Split documents into (new, changed, deleted) paths and an unchanged count.
+
+    ``current`` has path, doc_hash; ``chunked`` has path, doc_hash, chunk_config.
+    """
+    done = {r["path"]: (r["doc_hash"], r["chunk_config"]) for r in chunked.iter_rows(named=True)}
+    new, changed, unchanged = [], [], 0
+    for row in current.iter_rows(named=True):
+        previous = done.get(row["path"])
+        if previous is None:
+            new.append(row["path"])
+        elif previous != (row["doc_hash"], config_id):
+            changed.append(row["path"])
+        else:
+            unchanged += 1
+    present = set(current["path"].to_list())
+    deleted = [path for path in done if path not in present]
+    return new, changed, deleted, unchanged
+
+
+def plan_chunks(source: str, documents: list[Document], new_paths: set[str],
+                deleted: list[str], unchanged: int, existing_ids: dict[str, set[str]],
+                counter: TokenCounter, overlap_tokens: int, config_id: str) -> ChunkPlan:
+    """Chunk ``documents`` (the new and changed ones) and account for what was kept."""
+    plan = ChunkPlan(source=source, unchanged=unchanged, deleted=len(deleted))
+    plan.removed_paths.update(deleted)
+    plan.chunks_removed += sum(len(existing_ids.get(path, ())) for path in deleted)
+    for doc in documents:
+        try:
+            chunks = chunk_document(doc.text, title=doc.title, doc_key=doc.doc_key,
+                                    counter=counter, overlap_tokens=overlap_tokens)
+        except Exception as exc:  # one bad document must not cost the others
+            plan.failed.append((doc.path, f"{type(exc).__name__}: {exc}"))
+            plan.removed_paths.add(doc.path)
+            continue
+        if doc.path in new_paths:
+            plan.new += 1
+        else:
+            plan.changed += 1
+        plan.removed_paths.add(doc.path)
+        before = existing_ids.get(doc.path, set())
+        after = {chunk.chunk_id for chunk in chunks}
+        plan.chunks_kept += len(before & after)
+        plan.chunks_added += len(after - before)
+        plan.chunks_removed += len(before - after)
+        plan.document_rows.append({
+            "source": source, "doc_key": doc.doc_key, "path": doc.path,
+            "doc_hash": doc.doc_hash, "chunk_config": config_id, "chunk_count": len(chunks)})
+        plan.chunk_rows.extend({
+            "chunk_id": chunk.chunk_id, "source": source, "source_type": doc.source_type,
+            "doc_key": doc.doc_key, "path": doc.path, "title": doc.title,
+            "position": chunk.position, "heading_path": list(chunk.heading_path),
+            "context": chunk.context, "text": chunk.text, "token_count": chunk.token_count,
+            "char_start": chunk.char_start, "char_end": chunk.char_end,
+            "doc_hash": doc.doc_hash,
+        } for chunk in chunks)
+    return plan
+
+
+def chunk_frames(plan: ChunkPlan) -> tuple[pl.DataFrame, pl.DataFrame]:
+    return tables.frame("chunks", plan.chunk_rows), tables.frame("chunked_documents",
+                                                                plan.document_rows)

@@ -1,0 +1,301 @@
+"""Sentence embeddings of chunks and queries with the configured sentence-transformers model.
+
+An ``Embedder`` loads the model once and returns float32, L2-normalised vectors. The backend
+only changes speed, never meaning: every backend keeps a mean cosine of at least 0.999 to
+float32 torch (``jarvis bench embed`` measures it), and ``auto`` takes the fastest one that
+runs here. torch, sentence-transformers and OpenVINO are imported only when a model is
+loaded, so importing this module (the query side, the CLI) stays cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from importlib.metadata import version as package_version
+from importlib.util import find_spec
+from pathlib import Path
+
+import numpy as np
+
+from jarvis_core.config import DEFAULT_MODEL
+from jarvis_core.text.tokens import model_max_tokens, resolve_model_dir
+
+logger = logging.getLogger(__name__)
+
+AUTO = "auto"
+TORCH_FP32 = "torch-fp32"
+TORCH_BF16 = "torch-bf16"
+OPENVINO = "openvino"
+# Fastest first; auto takes the first that runs here. bf16 is offered only where the CPU
+# multiplies it natively (AMX or AVX512-BF16); OpenVINO measured 1.2x torch-fp32 on 2 AVX2
+# cores, and more when other processes compete for them (``jarvis bench embed``).
+BACKENDS = (TORCH_BF16, OPENVINO, TORCH_FP32)
+NATIVE_BF16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
+QUERY_PROMPT_NAMES = ("query",)
+DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
+
+# Embeds a batch of texts, each prefixed with the prompt, into raw float32 vectors.
+BatchEncoder = Callable[[list[str], str], np.ndarray]
+
+
+class EmbeddingModelError(RuntimeError):
+    """The embedding model could not be loaded, or not with the requested backend."""
+
+
+def cpu_has_native_bf16() -> bool:
+    """bf16 only pays off where the CPU computes it natively (AMX or AVX512-BF16); elsewhere
+    torch emulates it and runs slower than float32."""
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    flags = {
+        flag
+        for line in cpuinfo.splitlines()
+        if line.startswith("flags")
+        for flag in line.partition(":")[2].split()
+    }
+    return bool(flags & NATIVE_BF16_CPU_FLAGS)
+
+
+def backend_problem(backend: str, device: str = "cpu") -> str | None:
+    """Why ``backend`` cannot run on ``device`` here, or None when it can."""
+    if backend not in BACKENDS:
+        return f"unknown backend, choose one of: {', '.join((AUTO, *BACKENDS))}"
+    if backend == TORCH_FP32:
+        return None
+    if device != "cpu":
+        return f"it runs on the CPU only, not on {device!r}"
+    if backend == TORCH_BF16 and not cpu_has_native_bf16():
+        return ("this CPU has no native bf16 (no AMX or AVX512-BF16 flag), so torch would "
+                "emulate it, slower than float32")
+    if backend == OPENVINO and find_spec("openvino") is None:
+        return "the openvino package is not installed"
+    return None
+
+
+def available_backends(device: str = "cpu") -> list[str]:
+    """The backends that can run on ``device`` here, fastest first."""
+    return [backend for backend in BACKENDS if backend_problem(backend, device) is None]
+
+
+def default_cache_dir() -> Path:
+    """Where converted models are kept when the caller names no directory."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "jarvis"
+
+
+class Embedder:
+    """The configured model, loaded once, with the backend that was asked for or, for
+    ``auto``, the fastest one that works here (falling back towards torch-fp32). Use one
+    Embedder from one thread at a time: the tokenizer underneath is not thread-safe."""
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        backend: str = AUTO,
+        device: str = "cpu",
+        batch_size: int = 32,
+        cache_dir: Path | str | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if backend != AUTO and (problem := backend_problem(backend, device)):
+            raise EmbeddingModelError(
+                f"embedding model {model!r}: backend {backend!r} is not available: {problem}"
+            )
+        self.model = model
+        self.batch_size = batch_size
+        model_dir = resolve_model_dir(model)
+        sentence_model = _load_sentence_model(model, model_dir, device)
+        dimension = sentence_model.get_embedding_dimension()
+        if not dimension:
+            raise EmbeddingModelError(f"embedding model {model!r} reports no embedding dimension")
+        self.dimension: int = dimension
+        self.max_tokens: int = sentence_model.max_seq_length or model_max_tokens(model_dir)
+        self._query_prompt = _first_prompt(sentence_model.prompts, QUERY_PROMPT_NAMES)
+        self._document_prompt = _first_prompt(sentence_model.prompts, DOCUMENT_PROMPT_NAMES)
+        self.backend, self._encode_batch = _open_backend(
+            model, backend, device, sentence_model, model_dir,
+            Path(cache_dir) if cache_dir else default_cache_dir(),
+        )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed chunks: shape (len(texts), dimension), rows in input order, unit length."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts; use embed_query() for one text")
+        return self._embed(list(texts), self._document_prompt)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one search query (cut at max_tokens, as the model reads no further)."""
+        return self._embed([text], self._query_prompt)[0]
+
+    def _embed(self, texts: list[str], prompt: str) -> np.ndarray:
+        embeddings = np.empty((len(texts), self.dimension), dtype=np.float32)
+        # Batching texts of similar length wastes the least work on padding.
+        order = sorted(range(len(texts)), key=lambda index: -len(texts[index]))
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start:start + self.batch_size]
+            embeddings[batch] = self._encode_batch([texts[index] for index in batch], prompt)
+        norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
+        return embeddings / np.maximum(norms, np.finfo(np.float32).tiny)
+
+
+def _first_prompt(prompts: dict[str, str], names: Sequence[str]) -> str:
+    """The model's own prompt for this kind of text, as sentence-transformers would pick it."""
+    return next((prompts[name] for name in names if name in prompts), "")
+
+
+def _load_sentence_model(model: str, model_dir: Path, device: str):
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # a bar per load is noise in CLI and logs
+    try:
+        return SentenceTransformer(str(model_dir), device=device, local_files_only=True)
+    except Exception as exc:  # any failure inside the library means the same to the user
+        raise EmbeddingModelError(
+            f"embedding model {model!r} could not be loaded from {model_dir}: {exc}"
+        ) from exc
+
+
+def _open_backend(
+    model: str, backend: str, device: str, sentence_model, model_dir: Path, cache_dir: Path
+) -> tuple[str, BatchEncoder]:
+    """Prepare ``backend``; for ``auto``, fall back to the next one when a faster one fails."""
+    *faster, last = available_backends(device) if backend == AUTO else [backend]
+    for candidate in faster:
+        try:
+            return candidate, _encoder(candidate, sentence_model, model_dir, cache_dir)
+        except Exception as exc:  # conversion or compilation inside a third-party library
+            logger.warning("embedding model %r: backend %r failed, trying the next one: %s",
+                           model, candidate, exc)
+    try:
+        return last, _encoder(last, sentence_model, model_dir, cache_dir)
+    except Exception as exc:
+        raise EmbeddingModelError(
+            f"embedding model {model!r}: backend {last!r} failed: {exc}"
+        ) from exc
+
+
+def _encoder(backend: str, sentence_model, model_dir: Path, cache_dir: Path) -> BatchEncoder:
+    if backend == OPENVINO:
+        return _openvino_encoder(sentence_model, model_dir, cache_dir)
+    return _torch_encoder(sentence_model, bf16=backend == TORCH_BF16)
+
+
+def _torch_encoder(sentence_model, *, bf16: bool) -> BatchEncoder:
+    import torch
+
+    if bf16:
+        sentence_model.to(torch.bfloat16)
+
+    def encode(texts: list[str], prompt: str) -> np.ndarray:
+        embeddings = sentence_model.encode(
+            texts, prompt=prompt, batch_size=len(texts), convert_to_tensor=True,
+            show_progress_bar=False,
+        )
+        return embeddings.float().cpu().numpy()
+
+    return encode
+
+
+def _openvino_encoder(sentence_model, model_dir: Path, cache_dir: Path) -> BatchEncoder:
+    openvino = _import_openvino()
+    compiled = openvino.Core().compile_model(
+        _openvino_model_file(sentence_model, model_dir, cache_dir), "CPU",
+        # f32 even where OpenVINO would default to bf16: the same vectors on every CPU.
+        {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"},
+    )
+    input_names = [port.get_any_name() for port in compiled.inputs]
+    request = compiled.create_infer_request()
+
+    def encode(texts: list[str], prompt: str) -> np.ndarray:
+        # Tokenised by sentence-transformers itself: same truncation and prompts as torch.
+        features = sentence_model.preprocess(texts, prompt=prompt)
+        return request.infer({name: features[name].numpy() for name in input_names})[0]
+
+    return encode
+
+
+def _import_openvino():
+    """OpenVINO's model converter sends usage telemetry unless the user opted out; Jarvis
+    promises that nothing leaves the machine, so the telemetry module is made unimportable,
+    which OpenVINO handles by using its built-in stub."""
+    sys.modules.setdefault("openvino_telemetry", None)
+    import openvino
+
+    return openvino
+
+
+def _openvino_model_file(sentence_model, model_dir: Path, cache_dir: Path) -> Path:
+    """The model as OpenVINO IR, converted from the local weights on first use and kept in
+    the cache; a new model version or library version gets a new directory."""
+    target = cache_dir / "openvino" / _conversion_key(model_dir)
+    model_file = target / "model.xml"
+    if model_file.is_file():
+        return model_file
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".converting-", dir=target.parent))
+    try:
+        _import_openvino().save_model(
+            _convert_to_openvino(sentence_model), staging / "model.xml", compress_to_fp16=False
+        )
+        try:
+            os.replace(staging, target)  # atomic, so readers never see a half-written model
+        except OSError:
+            if not model_file.is_file():  # else a concurrent conversion got there first
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return model_file
+
+
+def _conversion_key(model_dir: Path) -> str:
+    digest = hashlib.sha256(str(model_dir).encode())
+    for package in ("openvino", "torch", "transformers", "sentence-transformers"):
+        digest.update(f"\0{package_version(package)}".encode())
+    for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(f"\0{path.relative_to(model_dir)}\0{stat.st_size}\0{stat.st_mtime_ns}"
+                      .encode())
+    readable_name = re.sub(r"[^A-Za-z0-9_.-]+", "-", model_dir.name)
+    return f"{readable_name}-{digest.hexdigest()[:16]}"
+
+
+def _convert_to_openvino(sentence_model):
+    """Trace the whole sentence-transformers pipeline (transformer, pooling, dense and
+    normalisation modules) so that the IR returns the sentence embedding directly."""
+    import torch
+
+    openvino = _import_openvino()
+    example = sentence_model.preprocess(["A first example sentence.", "And a second, longer one."])
+    tensor_names = [name for name, value in example.items() if isinstance(value, torch.Tensor)]
+    other_features = {name: value for name, value in example.items() if name not in tensor_names}
+
+    class SentenceEmbedding(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sentence_model = sentence_model
+
+        def forward(self, *tensors):
+            features = {**other_features, **dict(zip(tensor_names, tensors, strict=True))}
+            return self.sentence_model(features)["sentence_embedding"]
+
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on Python branches it froze
+        converted = openvino.convert_model(
+            SentenceEmbedding().eval(),
+            example_input=tuple(example[name] for name in tensor_names),
+            input=[[-1, -1]] * len(tensor_names),  # any batch size and sequence length
+        )
+    for port, name in zip(converted.inputs, tensor_names, strict=True):
+        port.get_tensor().set_names({name})  # fed by feature name at inference
+    return converted
