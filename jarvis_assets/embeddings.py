@@ -3,14 +3,12 @@
 import time
 
 import dagster as dg
-from dagster_duckdb import DuckDBResource
 
 from jarvis_assets.automation import follows_upstream
 from jarvis_assets.chunks import chunks
 from jarvis_assets.partitions import source_partitions
-from jarvis_core.stores import tables
-from jarvis_core.stores.vectors.sync import PAYLOAD_SQL, sync_source
-from jarvis_resources import EmbedderResource, VectorStoreResource
+from jarvis_core.stores.vectors.sync import read_payload_rows, sync_source
+from jarvis_resources import EmbedderResource, TablesResource, VectorStoreResource
 
 VECTORS_POOL = "jarvis_vectors"
 
@@ -23,29 +21,28 @@ VECTORS_POOL = "jarvis_vectors"
     pool=VECTORS_POOL,
     automation_condition=follows_upstream,
 )
-def embeddings(
-    context: dg.AssetExecutionContext, duckdb: DuckDBResource, embedder: EmbedderResource,
-    vectors: VectorStoreResource,
-) -> dg.MaterializeResult:
+def embeddings(context: dg.AssetExecutionContext, tables: TablesResource,
+               embedder: EmbedderResource, vectors: VectorStoreResource) -> dg.MaterializeResult:
     """Vectors of one source's chunks: only chunks without a vector for the current model
-    are embedded, vectors of removed chunks are deleted. Point ids derive from chunk ids."""
+    are embedded (the model is loaded only then), vectors of removed chunks are deleted.
+    Point ids derive from chunk ids."""
     source = context.partition_key
     started = time.perf_counter()
-    with duckdb.get_connection() as conn:
-        rows = tables.read_frame(conn, PAYLOAD_SQL, [source])
-    model = embedder.get()
-    with vectors.open(model.model, model.dimension) as vector_store:
-        report = sync_source(source, rows, vector_store, model)
+    with tables.get_connection() as conn:
+        rows = read_payload_rows(conn, source)
+    with vectors.open() as vector_store:
+        report = sync_source(source, rows, vector_store, embedder)
         stored = vector_store.count(source)
-        collection = vector_store.collection
     context.log.info(f"{source}: embedded {report.embedded}, reused {report.reused}, "
                      f"deleted {report.deleted} ({report.chunks_per_second} chunks/s)")
     return dg.MaterializeResult(metadata={
         "embedded": report.embedded, "reused": report.reused, "deleted": report.deleted,
+        "embedded_from_cache": embedder.cache_hits,
         "dagster/row_count": stored,
         "chunks_per_second": report.chunks_per_second,
         "embed_seconds": round(report.embed_seconds, 3),
         "total_seconds": round(time.perf_counter() - started, 3),
-        "model": model.model, "backend": model.backend, "dimension": model.dimension,
-        "vector_store": vectors.backend, "collection": collection,
+        "model": embedder.model, "backend": embedder.backend or "(not loaded)",
+        "dimension": embedder.dimension,
+        "vector_store": vectors.backend, "collection": vectors.collection,
     })

@@ -1,5 +1,6 @@
-"""Markdown renderings for asset metadata, so the Dagster UI shows what a run did."""
+"""What a materialization shows in the Dagster UI: markdown tables, timings, failures."""
 
+import time
 from collections.abc import Iterable, Sequence
 
 import dagster as dg
@@ -29,3 +30,25 @@ def markdown_table(rows: Iterable[dict], columns: Sequence[str],
 def counts_table(counts: dict[str, int]) -> dg.MetadataValue:
     return markdown_table([{"what": key, "count": value} for key, value in counts.items()],
                           ["what", "count"], limit=len(counts))
+
+
+def failures_table(failures: list[dict]) -> dg.MetadataValue:
+    return markdown_table(failures, ["path", "reason"], limit=50)
+
+
+def log_failures(context: dg.AssetExecutionContext, source: str, failures: list[dict]) -> None:
+    for failure in failures:
+        context.log.warning(f"{source}/{failure['path']}: not ingested: {failure['reason']}")
+
+
+class Stopwatch:
+    """Seconds per phase of an asset, as ``<phase>_seconds`` metadata."""
+
+    def __init__(self) -> None:
+        self._last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[f"{phase}_seconds"] = round(now - self._last, 3)
+        self._last = now

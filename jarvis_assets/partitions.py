@@ -1,19 +1,14 @@
 """One dynamic partition per configured source, so a run or backfill can target one.
 
-Vaults, repositories and ticket sets share the partitions; every per-source asset runs for
-every partition, and a raw asset meets a partition of another kind with a fast no-op.
+Every kind of source shares the partitions; every per-source asset runs for every
+partition, and a raw asset meets a partition of another kind with a fast no-op.
 """
 
-from datetime import UTC, datetime
-
 import dagster as dg
-from dagster_duckdb import DuckDBResource
 
 from jarvis_core.config import JarvisConfig
-from jarvis_core.stores import tables
-
-# The ingest_failures path of a failure of the whole source rather than one of its items.
-WHOLE_SOURCE = "."
+from jarvis_core.sources.plan import record_unreachable
+from jarvis_resources import TablesResource
 
 source_partitions = dg.DynamicPartitionsDefinition(name="sources")
 
@@ -28,19 +23,12 @@ def other_kind_result(config: JarvisConfig, source: str, kind: str) -> dg.Materi
     return dg.MaterializeResult(metadata={"source_kind": actual, "dagster/row_count": 0})
 
 
-def unreachable_source_result(context: dg.AssetExecutionContext, duckdb: DuckDBResource,
-                              source: str, kind: str, reason: str,
-                              count_sql: str) -> dg.MaterializeResult:
-    """A source that cannot be read at all (a missing folder, clone or export): say so, keep
-    what earlier runs stored (an empty read would look like everything deleted), record it
+def unreachable_source_result(context: dg.AssetExecutionContext, tables: TablesResource,
+                              source: str, kind: str, reason: str) -> dg.MaterializeResult:
+    """A source that cannot be read at all: say so, keep what earlier runs stored, record it
     for the ``source_reachable`` check, and let the other sources go on."""
     context.log.error(f"{source}: not ingested: {reason}")
-    with duckdb.get_connection() as conn:
-        tables.ensure_schema(conn)
-        tables.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
-                           rows=tables.frame("ingest_failures", [{
-                               "source": source, "path": WHOLE_SOURCE, "reason": reason,
-                               "detected_at": datetime.now(UTC).replace(tzinfo=None)}]))
-        kept = conn.execute(count_sql, [source]).fetchone()[0]
+    with tables.get_connection() as conn:
+        kept = record_unreachable(conn, source, kind, reason)
     return dg.MaterializeResult(metadata={
         "source_kind": kind, "error": reason, "failed": 1, "dagster/row_count": kept})

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import duckdb
 
-from jarvis_assets.serving import SERVING_TABLES
 from jarvis_bench.synthetic_graph import synthetic_graph
 from jarvis_core.analytics.charts import render_charts
 from jarvis_core.analytics.figures import compute_snapshot
 from jarvis_core.analytics.history import history, record_snapshot
 from jarvis_core.config import AnalyticsSettings, JarvisConfig
 from jarvis_core.stores import serving, tables
+from jarvis_core.stores.serving import SERVING_TABLES
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
 from jarvis_query.knowledge_base import KnowledgeBase
 

@@ -12,7 +12,6 @@ import dagster as dg
 import yaml
 
 from jarvis_assets.partitions import source_partitions
-from jarvis_core.config import load_config
 from jarvis_resources import build_resources
 from sensors.vault_changes import vault_changes_sensor
 
@@ -47,7 +46,7 @@ def run_sensor_benchmark(notes: int = 10_000) -> dict:
         write_vault(vault, notes)
         config_path = Path(tmp) / "jarvis.yaml"
         config_path.write_text(yaml.safe_dump({"data_dir": "data", "vaults": {SOURCE: str(vault)}}))
-        resources = {"jarvis": build_resources(load_config(config_path))["jarvis"]}
+        resources = {"jarvis": build_resources(str(config_path))["jarvis"]}
         instance.add_dynamic_partitions(source_partitions.name, [SOURCE])
 
         first_seconds, first = timed_tick(resources, instance, None)

@@ -8,13 +8,13 @@ import time
 import dagster as dg
 import duckdb
 
-from jarvis_assets.definitions import build_definitions
+from jarvis_definitions import build_definitions
 from jarvis_assets.jobs import publish_serving_job, refresh_sources_job
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.config import JarvisConfig
 from jarvis_core.notifications import notify
 from jarvis_core.stores import tables
-from jarvis_query.status import StoreUnavailable, read_only
+from jarvis_core.stores.tables import StoreUnavailable, read_only
 from sensors.run_failures import failure_notice
 
 COUNT_KEYS = ("new", "changed", "unchanged", "deleted", "failed")
@@ -88,7 +88,8 @@ def _notify_failure(config: JarvisConfig, result: dg.ExecuteInProcessResult,
                      if not c["passed"] and c["severity"] != "WARN"]
     notify(config.notifications_path,
            failure_notice(result.dagster_run, result.get_step_failure_events(),
-                          f"checks failed: {', '.join(failed_checks)}"))
+                          f"checks failed: {', '.join(failed_checks)}"),
+           webhook_url=config.environment.webhook_url)
 
 
 def _summarize(result: dg.ExecuteInProcessResult) -> dict:

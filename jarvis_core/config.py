@@ -4,6 +4,10 @@ Resolution order for the file: an explicit path, then ``$JARVIS_CONFIG``, then
 ``jarvis.yaml`` in the working directory. The data directory holding every store is
 ``$JARVIS_HOME`` when set, else ``data_dir`` from the file (relative to the file),
 else ``.jarvis`` beside the file. ``$QDRANT_URL`` overrides ``vectors.url``.
+
+This module is the only reader of Jarvis's environment variables: credentials and
+server addresses that never belong in the file (``EnvironmentSettings``) are read here
+once, with the file, so every layer sees one consistent configuration.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ QDRANT_API_KEY_ENV = "QDRANT_API_KEY"
 NEO4J_URI_ENV = "NEO4J_URI"
 NEO4J_USER_ENV = "NEO4J_USER"
 NEO4J_PASSWORD_ENV = "NEO4J_PASSWORD"
+WEBHOOK_ENV = "JARVIS_WEBHOOK_URL"
+CACHE_ENV = "JARVIS_CACHE_DIR"
 DEFAULT_CONFIG_NAME = "jarvis.yaml"
 DEFAULT_DATA_DIR = ".jarvis"
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -138,6 +144,8 @@ class EmbeddingSettings(_Strict):
     device: str = "cpu"
     batch_size: int = Field(default=32, gt=0)
     backend: Literal["auto", "torch-fp32", "torch-bf16", "openvino"] = "auto"
+    cache: bool = Field(default=True, description="reuse vectors of texts embedded before "
+                        "(a renamed note, a rebuilt store) from the cache directory")
 
 
 class VectorSettings(_Strict):
@@ -195,6 +203,30 @@ class SchedulesSettings(_Strict):
     analytics: ScheduleSettings = ScheduleSettings(cron="30 6 * * *")
 
 
+class EnvironmentSettings(_Strict):
+    """Secrets and server addresses, from the environment only (never from the file):
+    the Qdrant API key, the Neo4j server (the graph lives there when ``neo4j_uri`` is set),
+    the webhook that failure notices are POSTed to, and a cache directory shared by
+    several data directories."""
+
+    qdrant_api_key: str | None = None
+    neo4j_uri: str | None = None
+    neo4j_user: str = "neo4j"
+    neo4j_password: str = ""
+    webhook_url: str | None = None
+    cache_dir: Path | None = None
+
+    @classmethod
+    def from_environ(cls) -> EnvironmentSettings:
+        return cls(qdrant_api_key=os.environ.get(QDRANT_API_KEY_ENV) or None,
+                   neo4j_uri=os.environ.get(NEO4J_URI_ENV) or None,
+                   neo4j_user=os.environ.get(NEO4J_USER_ENV) or "neo4j",
+                   neo4j_password=os.environ.get(NEO4J_PASSWORD_ENV, ""),
+                   webhook_url=os.environ.get(WEBHOOK_ENV) or None,
+                   cache_dir=Path(os.environ[CACHE_ENV]).expanduser().resolve()
+                   if os.environ.get(CACHE_ENV) else None)
+
+
 class JarvisConfig(_Strict):
     """The whole validated configuration; paths are absolute."""
 
@@ -210,6 +242,7 @@ class JarvisConfig(_Strict):
     graph: GraphSettings = GraphSettings()
     analytics: AnalyticsSettings = AnalyticsSettings()
     schedules: SchedulesSettings = SchedulesSettings()
+    environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings, repr=False)
 
     @model_validator(mode="after")
     def _overlap_below_chunk_size(self) -> JarvisConfig:
@@ -270,8 +303,10 @@ class JarvisConfig(_Strict):
 
     @property
     def cache_dir(self) -> Path:
-        """Derived artefacts that can be rebuilt, e.g. models converted for OpenVINO."""
-        return self.data_dir / "cache"
+        """Derived artefacts that can be rebuilt (models converted for OpenVINO, the query
+        model exported for ONNX Runtime): $JARVIS_CACHE_DIR when set, so several data
+        directories share them, else under the data directory."""
+        return self.environment.cache_dir or self.data_dir / "cache"
 
     @property
     def notifications_path(self) -> Path:
@@ -333,6 +368,10 @@ def config_from_mapping(
     data_dir = _absolute(Path.cwd(), home) if home else _absolute(
         base_dir, raw.get("data_dir", DEFAULT_DATA_DIR)
     )
+    if "environment" in raw:
+        raise ConfigError(f"{where}: 'environment' cannot be set in the file: credentials and "
+                          f"servers come from {QDRANT_API_KEY_ENV}, {NEO4J_URI_ENV}, "
+                          f"{NEO4J_USER_ENV}, {NEO4J_PASSWORD_ENV} and {WEBHOOK_ENV}")
     try:
         vectors = raw.get("vectors") or {}
         if os.environ.get(QDRANT_URL_ENV) and isinstance(vectors, dict):
@@ -340,7 +379,7 @@ def config_from_mapping(
         values = {**raw, "data_dir": data_dir, "config_path": config_path,
                   **{section: _expand_sources(raw.get(section), base_dir, section)
                      for section in ("vaults", "repos", "tickets")},
-                  "vectors": vectors}
+                  "vectors": vectors, "environment": EnvironmentSettings.from_environ()}
         return JarvisConfig.model_validate(values)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from exc

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sqlite3
 import urllib.error
 import urllib.request
@@ -20,7 +19,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-WEBHOOK_ENV = "JARVIS_WEBHOOK_URL"
 WEBHOOK_TIMEOUT_SECONDS = 5.0
 
 _SCHEMA = """
@@ -75,12 +73,13 @@ def post_webhook(url: str, notice: Notice) -> str:
         return f"failed: {exc}"
 
 
-def notify(path: Path, notice: Notice, logger: logging.Logger | None = None) -> dict:
-    """Log, deliver to the webhook if configured, and store the notice; returns its row."""
+def notify(path: Path, notice: Notice, webhook_url: str | None = None,
+           logger: logging.Logger | None = None) -> dict:
+    """Log, deliver to the webhook if one is configured, and store the notice; returns its
+    row."""
     (logger or logging.getLogger("jarvis.notifications")).error(
         f"{notice.title}: {notice.message}")
-    url = os.environ.get(WEBHOOK_ENV)
-    webhook = post_webhook(url, notice) if url else None
+    webhook = post_webhook(webhook_url, notice) if webhook_url else None
     with closing(_connect(path)) as conn, conn:
         cursor = conn.execute(
             "INSERT INTO notifications (created_at, kind, title, message, job, run_id, "

@@ -1,4 +1,5 @@
-"""Schedules of Jarvis, built from the configuration's cron expressions and timezones."""
+"""Schedules of Jarvis, built from the configuration's cron expressions and timezones by
+``build_schedules(config)``."""
 
 from schedules.periodic import build_schedules
 

@@ -1,11 +1,23 @@
 """Periodic runs behind the change sensors: a nightly refresh of every source (a safety net
-for changes a sensor cannot see) and a daily analytics snapshot (history for trends)."""
+for changes a sensor cannot see) and a daily analytics snapshot (history for trends).
+
+Cron expressions and timezones come from the configuration, so the schedules are built by a
+function from it rather than defined at module level."""
 
 import dagster as dg
 
-from jarvis_assets.jobs import analytics_snapshot_job, refresh_sources_job
+from jarvis_assets import jobs
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.config import ConfigError, JarvisConfig, ScheduleSettings
+
+# (schedules.<field> in the configuration, schedule name, job, description)
+SCHEDULES = (
+    ("refresh", "nightly_refresh", jobs.refresh_sources_job,
+     "Refreshes every registered source, a safety net behind the change sensors; unchanged "
+     "items cost a stat each."),
+    ("analytics", "daily_analytics", jobs.analytics_snapshot_job,
+     "Takes an analytics snapshot of every registered source, for the history of trends."),
+)
 
 
 def per_source_schedule(name: str, job, settings: ScheduleSettings,
@@ -25,13 +37,10 @@ def per_source_schedule(name: str, job, settings: ScheduleSettings,
 
 
 def build_schedules(config: JarvisConfig) -> list[dg.ScheduleDefinition]:
-    """The schedules; a cron expression Dagster rejects is a configuration error."""
-    specs = [("refresh", "nightly_refresh", refresh_sources_job,
-              "Refreshes every source; unchanged items cost a stat each."),
-             ("analytics", "daily_analytics", analytics_snapshot_job,
-              "Takes an analytics snapshot of every source for the history.")]
+    """The schedules; a cron expression Dagster rejects is a configuration error naming
+    ``schedules.<field>.cron``."""
     schedules = []
-    for field, name, job, description in specs:
+    for field, name, job, description in SCHEDULES:
         settings = getattr(config.schedules, field)
         try:
             schedules.append(per_source_schedule(name, job, settings, description))

@@ -1,9 +1,2 @@
-"""Sensors of Jarvis."""
-
-from sensors.automation import automation_sensor
-from sensors.run_failures import run_failure_notices
-from sensors.source_changes import repo_changes_sensor, ticket_exports_sensor
-from sensors.vault_changes import vault_changes_sensor
-
-all_sensors = [vault_changes_sensor, repo_changes_sensor, ticket_exports_sensor,
-               automation_sensor, run_failure_notices]
+"""Sensors of Jarvis, one concern per module; the definitions load every sensor defined at
+module level here (``dg.load_definitions_from_package_module``), so none is listed by hand."""

@@ -7,4 +7,7 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=30,
+    description="Evaluates the assets' automation conditions: each layer (chunks, embeddings, "
+                "graph) follows its upstream layer per source once the upstream's blocking "
+                "checks passed, and publishing follows when every registered source has data.",
 )

@@ -28,12 +28,18 @@ def failure_notice(run: dg.DagsterRun, step_failures: list[dg.DagsterEvent],
                                        if event.step_key}))
 
 
-@dg.run_failure_sensor(default_status=dg.DefaultSensorStatus.RUNNING,
-                       minimum_interval_seconds=30)
+@dg.run_failure_sensor(
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+    description="Turns every failed run into a notice naming the run, its source partition "
+                "and each failed step with its error: logged, stored for `jarvis "
+                "notifications`, and POSTed to JARVIS_WEBHOOK_URL when that is set.",
+)
 def run_failure_notices(context: dg.RunFailureSensorContext,
                         jarvis: JarvisConfigResource) -> None:
     """Records a notice (log line, notifications table, optional webhook) for a failed run."""
-    notify(jarvis.load().notifications_path,
+    config = jarvis.load()
+    notify(config.notifications_path,
            failure_notice(context.dagster_run, context.get_step_failure_events(),
                           context.failure_event.message or "run failed"),
-           logger=context.log)
+           webhook_url=config.environment.webhook_url, logger=context.log)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+from pathlib import Path
 
 from jarvis_core.analytics.history import AnalyticsSnapshot
 
@@ -62,3 +63,17 @@ def render_charts(snapshot: AnalyticsSnapshot, trend: list[dict]) -> dict[str, b
 def png_markdown(title: str, png: bytes) -> str:
     """An inline image the Dagster UI renders in a markdown metadata value."""
     return f"![{title}](data:image/png;base64,{base64.b64encode(png).decode()})"
+
+
+def draw_charts(snapshot: AnalyticsSnapshot, trend: list[dict], directory: Path
+                ) -> tuple[dict[str, bytes], str | None]:
+    """Render the charts and write them to ``directory`` as ``<name>.png``; (charts, why none
+    were drawn). A chart that cannot be drawn costs only the picture, never the snapshot."""
+    try:
+        charts = render_charts(snapshot, trend)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, png in charts.items():
+            (directory / f"{name}.png").write_bytes(png)
+    except (OSError, ValueError, RuntimeError) as exc:
+        return {}, f"{type(exc).__name__}: {exc}"
+    return charts, None

@@ -88,7 +88,7 @@ def canonical_url(url: str) -> str | None:
     return urlunsplit((scheme, f"{user}{at}{host}", path, parts.query, ""))
 
 
-def _relative_link_path(url: str) -> str | None:
+def relative_link_path(url: str) -> str | None:
     """The percent-decoded vault path a markdown link points at, or None for URLs with
     a scheme, protocol-relative URLs and same-note '#heading' links."""
     if not url or url.startswith(("#", "//")) or _URL_SCHEME.match(url):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from jarvis_core.graph.model import INFERRED, Edge
@@ -34,3 +36,26 @@ def similarity_edges(source: str, note_vectors: dict[str, np.ndarray], top_k: in
     return [Edge(src, dst, "SIMILAR_TO", INFERRED, "similarity", src, source, (),
                  f"cosine {cosine:.2f}", weight=cosine)
             for (src, dst), cosine in sorted(pairs.items())]
+
+
+def similar_note_edges(source: str, chunk_rows: list[dict], stored: dict[str, np.ndarray],
+                       top_k: int, threshold: float) -> list[Edge]:
+    """SIMILAR_TO edges between documents whose mean chunk vectors (of ``stored``: chunk id
+    -> vector) are close."""
+    by_note: dict[str, list[np.ndarray]] = {}
+    for row in chunk_rows:
+        if row["chunk_id"] in stored:
+            by_note.setdefault(row["doc_key"], []).append(stored[row["chunk_id"]])
+    return similarity_edges(source, {key: np.mean(vs, axis=0) for key, vs in by_note.items()},
+                            top_k=top_k, threshold=threshold)
+
+
+def with_inferred(fingerprints: dict[str, str], inferred: list[Edge]) -> dict[str, str]:
+    """Fold inferred edges into their origin's fingerprint, so a changed similarity
+    rewrites that origin like any other change."""
+    extra: dict[str, list[str]] = {}
+    for edge in inferred:
+        extra.setdefault(edge.origin, []).append(f"{edge.key}:{edge.weight:.6f}")
+    return {origin: hashlib.sha256("|".join([fingerprint, *sorted(extra.get(origin, []))])
+                                   .encode()).hexdigest()
+            for origin, fingerprint in fingerprints.items()}

@@ -18,8 +18,7 @@ from datetime import date
 from functools import cache
 from urllib.parse import urlsplit
 
-from jarvis_core.graph.keys import nfc
-from jarvis_core.graph.links import LinkResolver, _relative_link_path, canonical_url
+from jarvis_core.graph.links import LinkResolver, canonical_url, relative_link_path
 from jarvis_core.graph.model import EXPLICIT, BrokenLink, Edge, Mention, Node, SourceGraph
 from jarvis_core.sources.markdown import new_markdown_parser
 from jarvis_core.sources.references import (
@@ -242,7 +241,7 @@ def _markdown_links(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
         if canonical_url(link["url"]):
             builder.url(link["url"], origin, occurrence)
             continue
-        path = _relative_link_path(link["url"])
+        path = relative_link_path(link["url"])
         if path is None:
             continue
         candidates = builder.resolver.resolve_relative(path, row["path"])

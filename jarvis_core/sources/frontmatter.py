@@ -13,10 +13,10 @@ from typing import Any
 import yaml
 
 from jarvis_core.sources.markdown_rules import (
-    _WIKILINK_SOURCE,
-    _tag_end,
-    _valid_tag,
-    _wikilink_parts,
+    WIKILINK_SOURCE,
+    tag_end,
+    valid_tag,
+    wikilink_parts,
 )
 from jarvis_core.sources.parsed_note import ParsedNote, TypedRelation, WikiLink
 
@@ -26,10 +26,10 @@ _LINE_BREAK = re.compile(r"\r\n?|\n")  # what markdown-it counts as a line break
 _FRONTMATTER_CLOSERS = ("---", "...")
 
 
-_CREATED_KEYS = ("created", "date", "created_at")
+CREATED_KEYS = ("created", "date", "created_at")
 
 
-_MODIFIED_KEYS = ("updated", "modified", "updated_at")
+MODIFIED_KEYS = ("updated", "modified", "updated_at")
 
 
 # libyaml recurses on the C stack and segfaults on ~30k nested brackets; text this short
@@ -52,7 +52,7 @@ class _FrontmatterTooComplex(Exception):
     """Frontmatter that would expand into too many or too deeply nested values."""
 
 
-def _split_frontmatter(text: str) -> tuple[str | None, str, int]:
+def split_frontmatter(text: str) -> tuple[str | None, str, int]:
     """(YAML text or None, body, 1-based line where the body starts)."""
     opening = _LINE_BREAK.search(text)
     if opening is None or text[: opening.start()].rstrip(" \t") != "---":
@@ -69,7 +69,7 @@ def _split_frontmatter(text: str) -> tuple[str | None, str, int]:
         line_start, line_number = line_break.end(), line_number + 1
 
 
-def _load_frontmatter(yaml_text: str) -> tuple[dict, str | None]:
+def load_frontmatter(yaml_text: str) -> tuple[dict, str | None]:
     """(JSON-safe mapping, error message); the mapping is empty when there is an error."""
     loader = _FAST_YAML_LOADER if len(yaml_text) <= _C_LOADER_MAX_CHARS else yaml.SafeLoader
     try:
@@ -120,7 +120,7 @@ def _json_key(key: Any) -> str:
     return key.isoformat() if isinstance(key, date) else str(key)
 
 
-def _title(frontmatter: dict, path: str) -> str:
+def note_title(frontmatter: dict, path: str) -> str:
     title = frontmatter.get("title")
     if isinstance(title, str) and title.strip():
         return title.strip()
@@ -137,7 +137,7 @@ def _strings(value: Any) -> list[str]:
     ]
 
 
-def _frontmatter_aliases(frontmatter: dict) -> list[str]:
+def frontmatter_aliases(frontmatter: dict) -> list[str]:
     aliases: list[str] = []
     for key in ("aliases", "alias"):
         value = frontmatter.get(key)
@@ -148,7 +148,7 @@ def _frontmatter_aliases(frontmatter: dict) -> list[str]:
     return list(dict.fromkeys(alias.strip() for alias in aliases if alias.strip()))
 
 
-def _frontmatter_tags(frontmatter: dict) -> list[tuple[str, str]]:
+def frontmatter_tags(frontmatter: dict) -> list[tuple[str, str]]:
     """(key, tag) for the valid tags of 'tags'/'tag'; Obsidian ignores ones it could not
     write inline."""
     tags = []
@@ -156,12 +156,12 @@ def _frontmatter_tags(frontmatter: dict) -> list[tuple[str, str]]:
         for string in _strings(frontmatter.get(key)):
             for word in re.split(r"[,\s]+", string):
                 word = word.lstrip("#")
-                if _tag_end(word, 0, len(word)) == len(word) and (tag := _valid_tag(word)):
+                if tag_end(word, 0, len(word)) == len(word) and (tag := valid_tag(word)):
                     tags.append((key, tag))
     return tags
 
 
-def _frontmatter_key_line(yaml_text: str, key: str) -> int:
+def frontmatter_key_line(yaml_text: str, key: str) -> int:
     """1-based file line of a top-level ``key:``; the first YAML line if it is not found
     (e.g. a flow mapping), since the value is still somewhere in the frontmatter."""
     key_at_line_start = re.compile(rf"[\"']?{re.escape(key)}[\"']?[ \t]*:")
@@ -171,7 +171,7 @@ def _frontmatter_key_line(yaml_text: str, key: str) -> int:
     return 2
 
 
-def _first_timestamp(frontmatter: dict, keys: tuple[str, ...]) -> str | None:
+def first_timestamp(frontmatter: dict, keys: tuple[str, ...]) -> str | None:
     for key in keys:
         value = frontmatter.get(key)
         if isinstance(value, str) and (timestamp := _iso_timestamp(value.strip())):
@@ -191,7 +191,7 @@ def _iso_timestamp(value: str) -> str | None:
 _FILE_NAME_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 
 
-def _date_in_file_name(path: str) -> str | None:
+def date_in_file_name(path: str) -> str | None:
     """Daily notes carry their date only in the name, e.g. 'Daily/2024-03-15.md'."""
     for match in _FILE_NAME_DATE.finditer(PurePosixPath(path).stem):
         try:
@@ -201,14 +201,14 @@ def _date_in_file_name(path: str) -> str | None:
     return None
 
 
-def _collect_frontmatter_links(frontmatter: dict, yaml_text: str, note: ParsedNote) -> None:
+def collect_frontmatter_links(frontmatter: dict, yaml_text: str, note: ParsedNote) -> None:
     """Wikilinks in frontmatter values count like body ones (e.g. ``up: "[[Lumen]]"``)."""
     line_starts = [0] + [found.end() for found in _LINE_BREAK.finditer(yaml_text)]
     cursor = 0
     for key, value in frontmatter.items():
         for string in _nested_strings(value):
-            for match in _WIKILINK_SOURCE.finditer(string):
-                parts = _wikilink_parts(match.group(2))
+            for match in WIKILINK_SOURCE.finditer(string):
+                parts = wikilink_parts(match.group(2))
                 if parts is None:
                     continue
                 found = yaml_text.find(match.group(0), cursor)
@@ -239,11 +239,11 @@ def _nested_strings(value: Any) -> list[str]:
     return []
 
 
-_RELATION_NAME = r"[A-Za-z][A-Za-z0-9_]*"
+RELATION_NAME = r"[A-Za-z][A-Za-z0-9_]*"
 
 
 _FRONTMATTER_RELATION = re.compile(
-    rf"\s*(?:(?P<subject>\[\[[^\[\]\n]+\]\]|this)\s+)?(?P<relation>{_RELATION_NAME})"
+    rf"\s*(?:(?P<subject>\[\[[^\[\]\n]+\]\]|this)\s+)?(?P<relation>{RELATION_NAME})"
     rf"\s+(?P<object>\[\[[^\[\]\n]+\]\]|this)\s*",
     re.IGNORECASE,
 )
@@ -258,7 +258,7 @@ def _frontmatter_relation(string: str) -> TypedRelation | None:
     for side in (match.group("subject") or "this", match.group("object")):
         if side.lower() == "this":
             sides.append("")
-        elif (parts := _wikilink_parts(side[2:-2])) is not None:
+        elif (parts := wikilink_parts(side[2:-2])) is not None:
             sides.append(parts[0])
         else:
             return None

@@ -14,10 +14,10 @@ from markdown_it.rules_inline.state_inline import StateInline
 
 from jarvis_core.sources.markdown import new_markdown_parser
 
-_WIKILINK_SOURCE = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
+WIKILINK_SOURCE = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 
 
-def _wikilink_parts(inner: str) -> tuple[str, str | None, str | None, str | None] | None:
+def wikilink_parts(inner: str) -> tuple[str, str | None, str | None, str | None] | None:
     """(target, heading, block, alias) of the text between '[[' and ']]', None if empty.
 
     Outside tables the alias separator may be written '\\|' (the escape Obsidian needs
@@ -46,8 +46,8 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
     """
     if silent or state.linkLevel > 0 or state.src[state.pos] not in "![":
         return False
-    match = _WIKILINK_SOURCE.match(state.src, state.pos, state.posMax)
-    if match is None or (parts := _wikilink_parts(match.group(2))) is None:
+    match = WIKILINK_SOURCE.match(state.src, state.pos, state.posMax)
+    if match is None or (parts := wikilink_parts(match.group(2))) is None:
         return False
     token = state.push("wikilink", "", 0)
     token.content = match.group(0)
@@ -70,8 +70,8 @@ def _tag_rule(state: StateInline, silent: bool) -> bool:
         before -= 1
     if before >= 0 and not (src[before].isspace() or src[before] == "("):
         return False
-    end = _tag_end(src, start + 1, state.posMax)
-    tag = _valid_tag(src[start + 1 : end])
+    end = tag_end(src, start + 1, state.posMax)
+    tag = valid_tag(src[start + 1 : end])
     if tag is None:
         return False
     if not silent:
@@ -82,7 +82,7 @@ def _tag_rule(state: StateInline, silent: bool) -> bool:
     return True
 
 
-def _tag_end(text: str, start: int, limit: int) -> int:
+def tag_end(text: str, start: int, limit: int) -> int:
     """End of the run of tag characters: letters (with their combining marks), digits, _ - /."""
     end = start
     while end < limit and (
@@ -92,7 +92,7 @@ def _tag_end(text: str, start: int, limit: int) -> int:
     return end
 
 
-def _valid_tag(run: str) -> str | None:
+def valid_tag(run: str) -> str | None:
     """The tag a run of tag characters spells, or None (``#123`` and ``#/x`` are not tags)."""
     tag = run.rstrip("/")
     if not tag or tag.isdigit() or tag.startswith("/"):
@@ -151,7 +151,7 @@ def _build_parser() -> MarkdownIt:
 _per_thread = threading.local()
 
 
-def _parser() -> MarkdownIt:
+def note_parser() -> MarkdownIt:
     """One parser per thread: building one costs far more than parsing a note, and the
     linkify matcher inside keeps per-call state, so threads must not share it."""
     parser = getattr(_per_thread, "parser", None)

@@ -15,20 +15,20 @@ from bisect import bisect_left
 from markdown_it.token import Token
 
 from jarvis_core.sources.frontmatter import (
-    _CREATED_KEYS,
-    _MODIFIED_KEYS,
-    _RELATION_NAME,
-    _collect_frontmatter_links,
-    _date_in_file_name,
-    _first_timestamp,
-    _frontmatter_aliases,
-    _frontmatter_key_line,
-    _frontmatter_tags,
-    _load_frontmatter,
-    _split_frontmatter,
-    _title,
+    CREATED_KEYS,
+    MODIFIED_KEYS,
+    RELATION_NAME,
+    collect_frontmatter_links,
+    date_in_file_name,
+    first_timestamp,
+    frontmatter_aliases,
+    frontmatter_key_line,
+    frontmatter_tags,
+    load_frontmatter,
+    note_title,
+    split_frontmatter,
 )
-from jarvis_core.sources.markdown_rules import _parser
+from jarvis_core.sources.markdown_rules import note_parser
 from jarvis_core.sources.parsed_note import (
     Heading,
     MarkdownLink,
@@ -41,25 +41,25 @@ from jarvis_core.sources.parsed_note import (
 def parse_note(text: str, *, path: str) -> ParsedNote:
     """Parse one note; never raises, odd input just yields fewer facts."""
     text = text.removeprefix("\ufeff")
-    yaml_text, body, body_start_line = _split_frontmatter(text)
+    yaml_text, body, body_start_line = split_frontmatter(text)
     frontmatter, frontmatter_error = {}, None
     if yaml_text is not None:
-        frontmatter, frontmatter_error = _load_frontmatter(yaml_text)
+        frontmatter, frontmatter_error = load_frontmatter(yaml_text)
     note = ParsedNote(
-        title=_title(frontmatter, path),
+        title=note_title(frontmatter, path),
         frontmatter=frontmatter,
         frontmatter_error=frontmatter_error,
         body=body,
         body_start_line=body_start_line,
-        aliases=_frontmatter_aliases(frontmatter),
-        created=_first_timestamp(frontmatter, _CREATED_KEYS) or _date_in_file_name(path),
-        modified=_first_timestamp(frontmatter, _MODIFIED_KEYS),
+        aliases=frontmatter_aliases(frontmatter),
+        created=first_timestamp(frontmatter, CREATED_KEYS) or date_in_file_name(path),
+        modified=first_timestamp(frontmatter, MODIFIED_KEYS),
     )
     tags: list[tuple[str, int]] = []  # (tag as written, line)
     if yaml_text is not None:
-        for key, tag in _frontmatter_tags(frontmatter):
-            tags.append((tag, _frontmatter_key_line(yaml_text, key)))
-        _collect_frontmatter_links(frontmatter, yaml_text, note)
+        for key, tag in frontmatter_tags(frontmatter):
+            tags.append((tag, frontmatter_key_line(yaml_text, key)))
+        collect_frontmatter_links(frontmatter, yaml_text, note)
     _collect_body(body, body_start_line, note, tags)
     for tag, line in tags:
         lines = note.tag_lines.setdefault(unicodedata.normalize("NFC", tag).lower(), [])
@@ -78,8 +78,8 @@ _BREAK = "\x01"  # separates text pieces a relation may not span
 
 _RELATION = re.compile(
     r"(?:\x00(?P<subject>\d+)\x00|(?<!\w)(?P<subject_this>this))"
-    rf"\s*(?:\|\s*(?P<piped>{_RELATION_NAME})\s*\||->\s*(?P<arrowed>{_RELATION_NAME})\s*->"
-    rf"|-\[\s*(?P<bracketed>{_RELATION_NAME})\s*\]->)\s*"
+    rf"\s*(?:\|\s*(?P<piped>{RELATION_NAME})\s*\||->\s*(?P<arrowed>{RELATION_NAME})\s*->"
+    rf"|-\[\s*(?P<bracketed>{RELATION_NAME})\s*\]->)\s*"
     r"(?=\x00(?P<object>\d+)\x00|(?P<object_this>this)(?!\w))",
     re.IGNORECASE,
 )
@@ -87,7 +87,7 @@ _RELATION = re.compile(
 
 def _collect_body(body: str, body_start_line: int, note: ParsedNote,
                   tags: list[tuple[str, int]]) -> None:
-    tokens = _parser().parse(body)
+    tokens = note_parser().parse(body)
     for index, token in enumerate(tokens):
         if token.type != "inline" or token.map is None:
             continue

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import PurePosixPath
 
+import duckdb
 import polars as pl
 
 from jarvis_core.graph.keys import note_key
 from jarvis_core.sources.notes import parse_note
 from jarvis_core.sources.parsed_note import ParsedNote
+from jarvis_core.sources.plan import ItemCounts, utc_now
 from jarvis_core.sources.vault_scan import NoteReadError, VaultFile, VaultScan, read_note
 from jarvis_core.stores import tables
 
@@ -49,9 +51,8 @@ class IngestPlan:
         return [f["path"] for f in self.failures]
 
     def counts(self) -> dict[str, int]:
-        return {"new": len(self.new), "changed": len(self.changed), "unchanged": self.unchanged,
-                "deleted": len(self.deleted), "failed": len(self.failures),
-                "renamed": len(self.renamed)}
+        return ItemCounts(len(self.new), len(self.changed), self.unchanged, len(self.deleted),
+                          len(self.failures)).as_dict() | {"renamed": len(self.renamed)}
 
 
 def _timestamp(value: str | None) -> datetime | None:
@@ -101,17 +102,13 @@ def note_row(source: str, file: VaultFile, content_hash: str, parsed: ParsedNote
     }
 
 
-def plan_ingest(source: str, scan: VaultScan, existing: pl.DataFrame,
-                previous_failures: pl.DataFrame, max_note_bytes: int) -> IngestPlan:
-    """Compare a fresh scan with the stored notes and parse what is new or changed.
-
-    ``existing`` has columns path, size_bytes, mtime_ns, content_hash, parser_version;
-    ``previous_failures`` has path, size_bytes, mtime_ns, reason.
-    """
+def plan_ingest(source: str, scan: VaultScan, stored_notes: StoredNotes,
+                max_note_bytes: int) -> IngestPlan:
+    """Compare a fresh scan with the stored notes and parse what is new or changed."""
     plan = IngestPlan(source=source)
-    now = datetime.now(UTC).replace(tzinfo=None)
-    stored = {row["path"]: row for row in existing.iter_rows(named=True)}
-    failed_before = {row["path"]: row for row in previous_failures.iter_rows(named=True)}
+    now = utc_now()
+    stored = {row["path"]: row for row in stored_notes.notes.iter_rows(named=True)}
+    failed_before = {row["path"]: row for row in stored_notes.failures.iter_rows(named=True)}
     hashes_seen: dict[str, str] = {}
 
     for problem in scan.problems:
@@ -175,5 +172,43 @@ def plan_ingest(source: str, scan: VaultScan, existing: pl.DataFrame,
     return plan
 
 
-def note_frame(plan: IngestPlan) -> pl.DataFrame:
-    return tables.frame("notes", plan.note_rows)
+@dataclass(frozen=True)
+class StoredNotes:
+    """What earlier runs stored of a vault: its notes' file facts and its failures."""
+
+    notes: pl.DataFrame     # path, size_bytes, mtime_ns, content_hash, parser_version
+    failures: pl.DataFrame  # path, size_bytes, mtime_ns, reason
+
+    @classmethod
+    def none(cls) -> StoredNotes:
+        """A vault ingested for the first time."""
+        return cls(tables.frame("notes", []).select("path", "size_bytes", "mtime_ns",
+                                                    "content_hash", "parser_version"),
+                   tables.frame("ingest_failures", []).select("path", "size_bytes",
+                                                              "mtime_ns", "reason"))
+
+
+def read_stored(conn: duckdb.DuckDBPyConnection, source: str) -> StoredNotes:
+    return StoredNotes(
+        tables.read_frame(conn, "SELECT path, size_bytes, mtime_ns, content_hash, "
+                                "parser_version FROM notes WHERE source = ?", [source]),
+        tables.read_frame(conn, "SELECT path, size_bytes, mtime_ns, reason "
+                                "FROM ingest_failures WHERE source = ?", [source]))
+
+
+def write_plan(conn: duckdb.DuckDBPyConnection, plan: IngestPlan) -> tuple[int, int]:
+    """Write what the plan parsed, touched, removed and failed; (notes stored, notes with
+    warnings) after it."""
+    source = plan.source
+    tables.replace_rows(conn, "notes", source=source, remove_paths=plan.removed_paths,
+                        rows=tables.frame("notes", plan.note_rows))
+    if plan.touched:
+        conn.executemany("UPDATE notes SET size_bytes = ?, mtime_ns = ? "
+                         "WHERE source = ? AND path = ?",
+                         [(size, mtime, source, path) for size, mtime, path in plan.touched])
+    tables.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
+                        rows=tables.frame("ingest_failures", plan.failures))
+    tables.replace_rows(conn, "attachments", source=source, remove_paths=None,
+                        rows=tables.frame("attachments", plan.attachments))
+    return conn.execute("SELECT count(*), count(*) FILTER (WHERE len(warnings) > 0) "
+                        "FROM notes WHERE source = ?", [source]).fetchone()

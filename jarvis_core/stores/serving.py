@@ -31,6 +31,30 @@ MANIFEST_FILE = "manifest.json"
 KEEP_VERSIONS = 2
 # Search results are joined to their chunk rows by id, and keyword and GraphRAG results to
 # their documents' chunks: indexes make those point lookups (100k chunks: 46 -> 8 ms).
+# Table -> the query that fills its serving copy (note bodies stay out: read-note reads files).
+SERVING_TABLES = {
+    "notes": "SELECT * EXCLUDE (body) FROM notes",
+    "chunks": "SELECT * FROM chunks",
+    "attachments": "SELECT * FROM attachments",
+    "ingest_failures": "SELECT * FROM ingest_failures",
+    "graph_nodes": "SELECT * FROM graph_nodes",
+    "graph_edges": "SELECT * FROM graph_edges",
+    "graph_broken_links": "SELECT * FROM graph_broken_links",
+    "chunk_mentions": "SELECT * FROM chunk_mentions",
+    "tickets": "SELECT * EXCLUDE (text) FROM tickets",
+    "commits": "SELECT * EXCLUDE (message) FROM commits",
+    "repo_files": "SELECT * FROM repo_files",
+    "repo_docs": "SELECT * EXCLUDE (text) FROM repo_docs",
+    "unresolved_references": "SELECT * FROM unresolved_references",
+    # what the repository and ticket sensors compare with (last ingested head, export hashes)
+    "repo_state": "SELECT * FROM repo_state",
+    "ticket_files": "SELECT * FROM ticket_files",
+    # the whole snapshot history (trends), and the per-note rows of each newest snapshot
+    "analytics_snapshots": "SELECT * FROM analytics_snapshots",
+    "analytics_notes": "SELECT n.* FROM analytics_notes n JOIN (SELECT source, "
+                       "arg_max(snapshot_id, generated_at) AS snapshot_id "
+                       "FROM analytics_snapshots GROUP BY source) USING (source, snapshot_id)",
+}
 SERVING_INDEXES = {"chunks_by_id": "chunks(chunk_id)", "chunks_by_doc": "chunks(doc_key)"}
 
 

@@ -7,8 +7,10 @@ writers build their frames with.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -286,3 +288,26 @@ def transaction(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
 def read_frame(conn: duckdb.DuckDBPyConnection, sql: str,
                params: list | None = None) -> pl.DataFrame:
     return conn.execute(sql, params or []).pl()
+
+
+class StoreUnavailable(RuntimeError):
+    """The tables cannot be read right now; the message says why."""
+
+
+@contextmanager
+def read_only(database: Path, attempts: int = 20, wait_seconds: float = 0.25):
+    """A short read-only connection, retried while a refresh holds the write lock."""
+    if not database.exists():
+        raise StoreUnavailable(f"no data yet at {database}: run `jarvis refresh` first")
+    for attempt in range(attempts):
+        try:
+            conn = duckdb.connect(str(database), read_only=True)
+            break
+        except duckdb.IOException as exc:
+            if attempt == attempts - 1:
+                raise StoreUnavailable(f"{database} is locked by a running refresh: {exc}") from exc
+            time.sleep(wait_seconds)
+    try:
+        yield conn
+    finally:
+        conn.close()

@@ -9,13 +9,37 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+import duckdb
 import polars as pl
 
+from jarvis_core.sources.plan import ItemCounts
 from jarvis_core.stores import tables
 from jarvis_core.text.chunking import chunk_document
 from jarvis_core.text.tokens import TokenCounter
 
 CHUNKER_VERSION = 1
+
+# Every source kind contributes its documents through one select of this shape ($1 is the
+# source); only parsing is source-specific, chunking and everything after it is shared.
+DOCUMENT_SELECTS = {
+    "note": """SELECT source, 'note' AS source_type, note_key AS doc_key, path, title,
+                      body AS text, content_hash AS doc_hash
+               FROM notes WHERE source = $1""",
+    "commit": """SELECT source, 'commit' AS source_type,
+                        'commit:' || source || '/' || sha AS doc_key,
+                        'commits/' || sha AS path, subject AS title, message AS text,
+                        sha AS doc_hash
+                 FROM commits WHERE source = $1""",
+    "repo_doc": """SELECT source, 'repo_doc' AS source_type,
+                          'repo_doc:' || source || '/' || path AS doc_key,
+                          path, title, text, blob_sha AS doc_hash
+                   FROM repo_docs WHERE source = $1""",
+    "ticket": """SELECT source, 'ticket' AS source_type, 'ticket:' || key AS doc_key,
+                        'tickets/' || key AS path, key || ': ' || summary AS title, text,
+                        content_hash AS doc_hash
+                 FROM tickets WHERE source = $1""",
+}
+_DOCUMENTS_SQL = "\nUNION ALL\n".join(DOCUMENT_SELECTS.values())
 
 
 @dataclass(frozen=True)
@@ -53,10 +77,10 @@ class ChunkPlan:
     chunks_kept: int = 0
 
     def counts(self) -> dict[str, int]:
-        return {"new": self.new, "changed": self.changed, "unchanged": self.unchanged,
-                "deleted": self.deleted, "failed": len(self.failed),
-                "chunks_added": self.chunks_added, "chunks_removed": self.chunks_removed,
-                "chunks_kept": self.chunks_kept}
+        return ItemCounts(self.new, self.changed, self.unchanged, self.deleted,
+                          len(self.failed)).as_dict() | {
+            "chunks_added": self.chunks_added, "chunks_removed": self.chunks_removed,
+            "chunks_kept": self.chunks_kept}
 
 
 def stale_documents(current: pl.DataFrame, chunked: pl.DataFrame, config_id: str) -> tuple[
@@ -80,11 +104,12 @@ def stale_documents(current: pl.DataFrame, chunked: pl.DataFrame, config_id: str
     return new, changed, deleted, unchanged
 
 
-def plan_chunks(source: str, documents: list[Document], new_paths: set[str],
-                deleted: list[str], unchanged: int, existing_ids: dict[str, set[str]],
-                counter: TokenCounter, overlap_tokens: int, config_id: str) -> ChunkPlan:
-    """Chunk ``documents`` (the new and changed ones) and account for what was kept."""
-    plan = ChunkPlan(source=source, unchanged=unchanged, deleted=len(deleted))
+def plan_chunks(source: str, stale: StaleDocuments, counter: TokenCounter,
+                overlap_tokens: int, config_id: str) -> ChunkPlan:
+    """Chunk the new and changed documents and account for what was kept."""
+    documents, new_paths, deleted = stale.documents, stale.new, stale.deleted
+    existing_ids = stale.existing_ids
+    plan = ChunkPlan(source=source, unchanged=stale.unchanged, deleted=len(deleted))
     plan.removed_paths.update(deleted)
     plan.chunks_removed += sum(len(existing_ids.get(path, ())) for path in deleted)
     for doc in documents:
@@ -119,6 +144,41 @@ def plan_chunks(source: str, documents: list[Document], new_paths: set[str],
     return plan
 
 
-def chunk_frames(plan: ChunkPlan) -> tuple[pl.DataFrame, pl.DataFrame]:
-    return tables.frame("chunks", plan.chunk_rows), tables.frame("chunked_documents",
-                                                                plan.document_rows)
+@dataclass(frozen=True)
+class StaleDocuments:
+    """A source's documents that need chunking, and the bookkeeping of the rest."""
+
+    documents: list[Document]           # new and changed, with their text
+    new: set[str]
+    deleted: list[str]
+    unchanged: int
+    existing_ids: dict[str, set[str]]   # path -> chunk ids stored now
+
+
+def read_stale_documents(conn: duckdb.DuckDBPyConnection, source: str,
+                         config_id: str) -> StaleDocuments:
+    """Compare the source's documents with what was chunked, reading the text of only the
+    new and changed ones."""
+    current = tables.read_frame(conn, f"SELECT path, doc_hash FROM ({_DOCUMENTS_SQL})",
+                                [source])
+    chunked = tables.read_frame(conn, "SELECT path, doc_hash, chunk_config "
+                                      "FROM chunked_documents WHERE source = ?", [source])
+    new, changed, deleted, unchanged = stale_documents(current, chunked, config_id)
+    documents = [Document(**row) for row in tables.read_frame(
+        conn, f"SELECT * FROM ({_DOCUMENTS_SQL}) WHERE list_contains($2, path)",
+        [source, new + changed]).iter_rows(named=True)]
+    existing_ids: dict[str, set[str]] = {}
+    for path, chunk_id in conn.execute("SELECT path, chunk_id FROM chunks WHERE source = ?",
+                                       [source]).fetchall():
+        existing_ids.setdefault(path, set()).add(chunk_id)
+    return StaleDocuments(documents, set(new), deleted, unchanged, existing_ids)
+
+
+def write_chunks(conn: duckdb.DuckDBPyConnection, plan: ChunkPlan) -> tuple[int, int]:
+    """Replace the chunks of the documents the plan touched; (chunks stored, most tokens in
+    one chunk) after it."""
+    for table, rows in (("chunks", plan.chunk_rows), ("chunked_documents", plan.document_rows)):
+        tables.replace_rows(conn, table, source=plan.source, remove_paths=plan.removed_paths,
+                            rows=tables.frame(table, rows))
+    return conn.execute("SELECT count(*), coalesce(max(token_count), 0) FROM chunks "
+                        "WHERE source = ?", [plan.source]).fetchone()

@@ -9,6 +9,7 @@ loaded, so importing this module (the query side, the CLI) stays cheap.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -33,10 +34,13 @@ AUTO = "auto"
 TORCH_FP32 = "torch-fp32"
 TORCH_BF16 = "torch-bf16"
 OPENVINO = "openvino"
-# Fastest first; auto takes the first that runs here. bf16 is offered only where the CPU
-# multiplies it natively (AMX or AVX512-BF16); OpenVINO measured 1.2x torch-fp32 on 2 AVX2
-# cores, and more when other processes compete for them (``jarvis bench embed``).
+# Fastest first. bf16 is offered only where the CPU multiplies it natively (AMX or
+# AVX512-BF16); OpenVINO measured 1.2x torch-fp32 on 2 AVX2 cores (``jarvis bench embed``).
 BACKENDS = (TORCH_BF16, OPENVINO, TORCH_FP32)
+# What auto chooses from: float32 only, because queries are encoded in float32 by the
+# exported query model and must land on the same vectors as the chunks (bf16 rounds them
+# about 1e-4 away); bf16 stays available when asked for by name.
+AUTO_BACKENDS = (OPENVINO, TORCH_FP32)
 NATIVE_BF16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 QUERY_PROMPT_NAMES = ("query",)
 DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
@@ -82,8 +86,17 @@ def backend_problem(backend: str, device: str = "cpu") -> str | None:
 
 
 def available_backends(device: str = "cpu") -> list[str]:
-    """The backends that can run on ``device`` here, fastest first."""
-    return [backend for backend in BACKENDS if backend_problem(backend, device) is None]
+    """The backends ``auto`` can choose on ``device`` here, fastest first."""
+    return [backend for backend in AUTO_BACKENDS if backend_problem(backend, device) is None]
+
+
+@functools.lru_cache(maxsize=4)
+def shared_embedder(model: str, *, backend: str = AUTO, device: str = "cpu",
+                    batch_size: int = 32, cache_dir: Path | None = None) -> Embedder:
+    """One loaded model per process and settings: every run of a refresh (one per source)
+    and every step reuse it instead of loading the weights again."""
+    return Embedder(model, backend=backend, device=device, batch_size=batch_size,
+                    cache_dir=cache_dir)
 
 
 def default_cache_dir() -> Path:
@@ -153,11 +166,19 @@ def _first_prompt(prompts: dict[str, str], names: Sequence[str]) -> str:
     return next((prompts[name] for name in names if name in prompts), "")
 
 
+def _unused_loss_warning(record: logging.LogRecord) -> bool:
+    """Drops transformers' "`loss_type=None` was set in the config" warning: it concerns
+    training losses, which embedding never uses, yet came on every run."""
+    return not str(record.msg).startswith("`loss_type=")
+
+
 def _load_sentence_model(model: str, model_dir: Path, device: str):
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # a bar per load is noise in CLI and logs
+    transformers_logging.get_logger("transformers.modeling_utils").addFilter(
+        _unused_loss_warning)
     try:
         return SentenceTransformer(str(model_dir), device=device, local_files_only=True)
     except Exception as exc:  # any failure inside the library means the same to the user

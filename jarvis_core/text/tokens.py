@@ -102,3 +102,28 @@ def token_counter(model: str, max_tokens: int | None = None) -> TokenCounter:
     model_dir = resolve_model_dir(model)
     limit = model_max_tokens(model_dir)
     return TokenCounter(model_dir=model_dir, max_tokens=min(max_tokens or limit, limit))
+
+
+def model_dimension(model: str) -> int | None:
+    """The sentence embedding's dimension read from the model's files, without loading its
+    weights: the last Dense layer's output, else the pooling output, else the transformer's
+    hidden size; None when the files do not say (the caller loads the model instead)."""
+    model_dir = resolve_model_dir(model)
+    dimension = None
+    modules_file = model_dir / "modules.json"
+    modules = json.loads(modules_file.read_text()) if modules_file.is_file() else []
+    for module in modules:
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+        module_config = model_dir / module.get("path", "") / "config.json"
+        if kind not in ("Pooling", "Dense") or not module_config.is_file():
+            continue
+        settings = json.loads(module_config.read_text())
+        if kind == "Dense":
+            dimension = settings.get("out_features", dimension)
+        else:
+            modes = sum(1 for key, on in settings.items() if key.startswith("pooling_mode_")
+                        and on is True)
+            dimension = settings.get("word_embedding_dimension", 0) * max(modes, 1) or dimension
+    if dimension is None and (model_dir / "config.json").is_file():
+        dimension = json.loads((model_dir / "config.json").read_text()).get("hidden_size")
+    return int(dimension) if dimension else None

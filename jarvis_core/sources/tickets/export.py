@@ -37,11 +37,11 @@ from jarvis_core.sources.tickets.fields import (
     document_text,
 )
 from jarvis_core.sources.tickets.github import (
-    _comment_issue_number,
-    _github_comment,
-    _github_ticket,
+    comment_issue_number,
+    github_comment,
+    github_ticket,
 )
-from jarvis_core.sources.tickets.jira import _jira_ticket
+from jarvis_core.sources.tickets.jira import jira_ticket
 
 _DUPLICATE = "also in "  # the warning on the kept copy of a key found in several files
 
@@ -110,14 +110,15 @@ def parse_file(data: bytes, path: str, *, source: str, repo: str | None = None,
         where = f"{path}{location}"
         try:
             if system == "github-comment":
-                number = _comment_issue_number(item)
-                result.comments.setdefault(number, []).append(_github_comment(item))
+                number = comment_issue_number(item)
+                result.comments.setdefault(number, []).append(github_comment(item))
                 continue
-            ticket = (_jira_ticket(item) if system == JIRA else _github_ticket(item, repo))
+            ticket = (jira_ticket(item) if system == JIRA else github_ticket(item, repo))
         except TicketError as exc:
             result.failures.append((where, str(exc)))
             continue
-        ticket.update(source=source, path=path, warnings=list(warnings))
+        ticket.update(source=source, path=path,
+                      warnings=[*warnings, *ticket.pop("warnings", [])])
         result.tickets.append(ticket)
     return result
 

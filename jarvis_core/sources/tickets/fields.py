@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: Jira wiki markup converted in one linear pass (sources.tickets.markup)
 
 
 UNREADABLE = "(unreadable)"
@@ -24,25 +24,25 @@ class TicketError(ValueError):
 def person(name: str | None = None, email: str | None = None,
            account: str | None = None) -> dict | None:
     """A person as a tracker names them: display name, email, login or account id."""
-    values = {"name": _text(name), "email": _text(email), "account": _text(account)}
+    values = {"name": text_of(name), "email": text_of(email), "account": text_of(account)}
     return values if any(values.values()) else None
 
 
-def _text(value: object) -> str | None:
+def text_of(value: object) -> str | None:
     if value is None:
         return None
     text = str(value).strip()
     return text or None
 
 
-def _name(value: object) -> str | None:
+def name_of(value: object) -> str | None:
     """The display name of a Jira named object (status, priority...) or a plain string."""
     if isinstance(value, dict):
-        return _text(value.get("name") or value.get("value"))
-    return _text(value)
+        return text_of(value.get("name") or value.get("value"))
+    return text_of(value)
 
 
-def _timestamp(value: object, what: str) -> datetime | None:
+def timestamp(value: object, what: str) -> datetime | None:
     """UTC naive datetime from ISO text (Jira writes '+0000', GitHub 'Z')."""
     if value in (None, ""):
         return None
@@ -57,8 +57,8 @@ def _timestamp(value: object, what: str) -> datetime | None:
     return parsed
 
 
-def _required(field_name: str, value: object) -> str:
-    text = _text(value) if not isinstance(value, (dict, list)) else None
+def required(field_name: str, value: object) -> str:
+    text = text_of(value) if not isinstance(value, (dict, list)) else None
     if text is None:
         raise TicketError(f"missing or empty '{field_name}'")
     return text
@@ -71,7 +71,7 @@ TICKET_FIELDS = ("system", "key", "number", "repo", "summary", "description", "s
                  "url", "is_pull_request")
 
 
-def _ticket(**values: object) -> dict:
+def new_ticket(**values: object) -> dict:
     return {name: values[name] for name in TICKET_FIELDS}
 
 

@@ -9,12 +9,12 @@ from urllib.parse import urlsplit
 from jarvis_core.sources.tickets.fields import (
     GITHUB,
     TicketError,
-    _name,
-    _required,
-    _text,
-    _ticket,
-    _timestamp,
+    name_of,
+    new_ticket,
     person,
+    required,
+    text_of,
+    timestamp,
 )
 
 _ISSUE_NUMBER_AT_END = re.compile(r"/issues/(\d+)/?$")
@@ -33,17 +33,17 @@ def github_repo_of(item: dict) -> str | None:
 
 def _github_person(value: object) -> dict | None:
     if not isinstance(value, dict):
-        return person(account=_text(value))
+        return person(account=text_of(value))
     return person(value.get("name"), value.get("email"), value.get("login"))
 
 
-def _github_comment(item: dict) -> dict:
+def github_comment(item: dict) -> dict:
     return {"author": _github_person(item.get("user")),
-            "created_at": _timestamp(item.get("created_at"), "comment created_at"),
+            "created_at": timestamp(item.get("created_at"), "comment created_at"),
             "body": str(item.get("body") or "").strip()}
 
 
-def _comment_issue_number(item: dict) -> int:
+def comment_issue_number(item: dict) -> int:
     found = _ISSUE_NUMBER_AT_END.search(str(item.get("issue_url") or ""))
     if not found:
         raise TicketError(f"comment without an issue number in 'issue_url': "
@@ -51,7 +51,7 @@ def _comment_issue_number(item: dict) -> int:
     return int(found.group(1))
 
 
-def _github_ticket(item: dict, repo: str | None) -> dict:
+def github_ticket(item: dict, repo: str | None) -> dict:
     if "__invalid__" in item:
         raise TicketError(item["__invalid__"])
     number = item.get("number")
@@ -61,7 +61,7 @@ def _github_ticket(item: dict, repo: str | None) -> dict:
     if not repo:
         raise TicketError(f"#{number}: repository unknown (no 'repository_url'/'html_url'; "
                           "set 'repo' on the ticket set)")
-    summary = _required("title", item.get("title"))
+    summary = required("title", item.get("title"))
     is_pull = isinstance(item.get("pull_request"), dict) or item.get("pull_request") is True
     merged = (item.get("pull_request") or {}).get("merged_at") if is_pull and isinstance(
         item.get("pull_request"), dict) else None
@@ -69,20 +69,20 @@ def _github_ticket(item: dict, repo: str | None) -> dict:
         [item["assignee"]] if item.get("assignee") else [])
     comments = item.get("comments")
     milestone = item.get("milestone")
-    return _ticket(
+    return new_ticket(
         system=GITHUB, key=f"{repo}#{number}", number=number, repo=repo, summary=summary,
         description=str(item.get("body") or "").strip(),
-        status="merged" if merged else _text(item.get("state")),
+        status="merged" if merged else text_of(item.get("state")),
         type="pull request" if is_pull else "issue", priority=None,
-        labels=[_name(label) for label in item.get("labels") or [] if _name(label)],
+        labels=[name_of(label) for label in item.get("labels") or [] if name_of(label)],
         components=[],
-        fix_versions=[_name(milestone.get("title"))] if isinstance(milestone, dict)
+        fix_versions=[name_of(milestone.get("title"))] if isinstance(milestone, dict)
         and milestone.get("title") else [],
         assignee=_github_person(assignees[0]) if assignees else None,
         reporter=_github_person(item.get("user")),
-        created_at=_timestamp(item.get("created_at"), f"#{number}: created_at"),
-        updated_at=_timestamp(item.get("updated_at"), f"#{number}: updated_at"),
-        resolved_at=_timestamp(item.get("closed_at"), f"#{number}: closed_at"),
-        comments=[_github_comment(c) for c in comments if isinstance(c, dict)]
+        created_at=timestamp(item.get("created_at"), f"#{number}: created_at"),
+        updated_at=timestamp(item.get("updated_at"), f"#{number}: updated_at"),
+        resolved_at=timestamp(item.get("closed_at"), f"#{number}: closed_at"),
+        comments=[github_comment(c) for c in comments if isinstance(c, dict)]
         if isinstance(comments, list) else [],
-        links=[], url=_text(item.get("html_url")), is_pull_request=is_pull)
+        links=[], url=text_of(item.get("html_url")), is_pull_request=is_pull)

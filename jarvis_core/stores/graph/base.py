@@ -48,7 +48,7 @@ TAGGED = "TAGGED"
 DOCUMENT_TYPES = (NOTE, "commit", "repo_doc", "ticket")
 
 
-_DOCUMENT_TYPES_SQL = "(" + ", ".join(f"'{t}'" for t in DOCUMENT_TYPES) + ")"
+DOCUMENT_TYPES_SQL = "(" + ", ".join(f"'{t}'" for t in DOCUMENT_TYPES) + ")"
 
 
 # Node types become Neo4j labels, so they are lower snake case.
@@ -174,10 +174,10 @@ def _check_node(node: Node) -> None:
         raise ValueError(f"node key must be a non-empty string: {node!r}")
     if not isinstance(node.type, str) or not _NODE_TYPE.match(node.type):
         raise ValueError(f"node {node.key!r}: type must be lower snake case, got {node.type!r}")
-    _properties_json(node)
+    node_properties_json(node)
 
 
-def _properties_json(node: Node) -> str:
+def node_properties_json(node: Node) -> str:
     if not isinstance(node.properties, dict):
         raise ValueError(f"node {node.key!r}: properties must be a dict")
     try:
@@ -187,7 +187,7 @@ def _properties_json(node: Node) -> str:
         raise ValueError(f"node {node.key!r}: properties are not JSON: {error}") from error
 
 
-def _dangling(edges: Iterable[Edge], missing: set[str]) -> ValueError:
+def dangling_error(edges: Iterable[Edge], missing: set[str]) -> ValueError:
     edge = next(e for e in edges if e.src in missing or e.dst in missing)
     absent = ", ".join(sorted({edge.src, edge.dst} & missing))
     return ValueError(f"edge {edge.src} -[{edge.relation}]-> {edge.dst} (origin {edge.origin}, "
@@ -195,11 +195,11 @@ def _dangling(edges: Iterable[Edge], missing: set[str]) -> ValueError:
                       f"a node for every endpoint")
 
 
-def _edge_order(edge: Edge) -> tuple:
+def edge_order(edge: Edge) -> tuple:
     return edge.src, edge.relation, edge.dst, edge.origin, edge.extractor
 
 
-def _batches(items: Sequence, size: int) -> Iterator[Sequence]:
+def batched(items: Sequence, size: int) -> Iterator[Sequence]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
 

@@ -20,11 +20,11 @@ from jarvis_core.stores.graph.base import (
     Subgraph,
 )
 from jarvis_core.stores.graph.sqlite import (
-    _IN_JSON,
-    _NODE_COLUMNS,
+    IN_JSON,
+    NODE_COLUMNS,
     SqliteGraphStore,
-    _json_list,
-    _nodes_from_rows,
+    json_list,
+    nodes_from_rows,
 )
 
 
@@ -120,9 +120,9 @@ class CachedGraphStore(GraphStore):
             missing = [self._keys[node] for node in nodes if node not in self._views]
             if missing:
                 with self._store._reading() as conn:
-                    rows = conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE key IN "
-                                        f"{_IN_JSON}", (_json_list(missing),)).fetchall()
-                for view in _nodes_from_rows(rows):
+                    rows = conn.execute(f"SELECT {NODE_COLUMNS} FROM nodes WHERE key IN "
+                                        f"{IN_JSON}", (json_list(missing),)).fetchall()
+                for view in nodes_from_rows(rows):
                     self._views[self._ids[view.key]] = view
             return {node: self._views[node] for node in nodes}
 

@@ -19,25 +19,25 @@ from jarvis_core.stores.graph.base import (
     GraphStore,
     NodeView,
     Subgraph,
-    _batches,
-    _dangling,
-    _edge_order,
-    _properties_json,
+    batched,
+    dangling_error,
+    edge_order,
+    node_properties_json,
 )
 
 _KEY_CONSTRAINT = "jarvis_node_key"
 
 
-def _label(node_type: str) -> str:
+def node_label(node_type: str) -> str:
     """``note`` -> ``Note``, ``some_type`` -> ``SomeType``: the type label of a node."""
     return re.sub(r"[^A-Za-z0-9]", "", "".join(p.capitalize() for p in node_type.split("_"))) \
         or "Untyped"
 
 
-_OWN_RELATIONSHIP_TYPE = re.compile(r"[A-Z][A-Z0-9_]*")  # what _relationship_type makes
+_OWN_RELATIONSHIP_TYPE = re.compile(r"[A-Z][A-Z0-9_]*")  # what relationship_type makes
 
 
-def _relationship_type(relation: str) -> str:
+def relationship_type(relation: str) -> str:
     """A relation as a Neo4j relationship type: upper case, [A-Z0-9_], starting with a letter
     (the exact relation is also stored, and read back, as the ``relation`` property)."""
     name = re.sub(r"[^A-Z0-9_]", "_", relation.upper())
@@ -50,7 +50,7 @@ def _neo4j_node(node: Node) -> dict:
         if _neo4j_scalar(value)
         or (isinstance(value, list) and value and all(isinstance(v, str) for v in value))}
     properties.update(key=node.key, type=node.type, title=node.title,
-                      properties_json=_properties_json(node))
+                      properties_json=node_properties_json(node))
     if node.source is not None:
         properties["source"] = node.source
     return {"key": node.key, "properties": properties}
@@ -144,7 +144,7 @@ class Neo4jGraphStore(GraphStore):
 
     def _apply(self, removed_origins: list[str], removed_documents: list[str],
                nodes: list[Node], edges: list[Edge]) -> None:
-        for rel_type in sorted({_relationship_type(e.relation) for e in edges}
+        for rel_type in sorted({relationship_type(e.relation) for e in edges}
                                - self._indexed_types):
             self._schema(f"CREATE INDEX jarvis_origin_{rel_type} IF NOT EXISTS "
                          f"FOR ()-[r:`{rel_type}`]-() ON (r.origin)")
@@ -160,13 +160,13 @@ class Neo4jGraphStore(GraphStore):
             rel_types = tx.run("CALL db.relationshipTypes() YIELD relationshipType "
                                "RETURN relationshipType").value()
             for rel_type in filter(_OWN_RELATIONSHIP_TYPE.fullmatch, rel_types):
-                for origins in _batches(removed_origins, self.batch_size):
+                for origins in batched(removed_origins, self.batch_size):
                     for ends in tx.run(
                             "UNWIND $origins AS origin "
                             f"MATCH (a:Node)-[r:`{rel_type}` {{origin: origin}}]->(b:Node) "
                             "DELETE r RETURN a.key AS src, b.key AS dst", origins=origins):
                         touched.update((ends["src"], ends["dst"]))
-        for keys in _batches(removed_documents, self.batch_size):
+        for keys in batched(removed_documents, self.batch_size):
             touched.update(r["key"] for r in tx.run(
                 "UNWIND $keys AS k MATCH (n:Node {key: k})--(m:Node) WHERE n.type IN $documents "
                 "RETURN DISTINCT m.key AS key", keys=keys, documents=DOCUMENT_TYPES))
@@ -176,15 +176,15 @@ class Neo4jGraphStore(GraphStore):
         self._check_endpoints(tx, nodes, edges)
         by_type: dict[str, list[dict]] = defaultdict(list)
         for edge in edges:
-            by_type[_relationship_type(edge.relation)].append(_neo4j_edge(edge))
+            by_type[relationship_type(edge.relation)].append(_neo4j_edge(edge))
         for rel_type, rows in sorted(by_type.items()):
-            for batch in _batches(rows, self.batch_size):
+            for batch in batched(rows, self.batch_size):
                 tx.run("UNWIND $rows AS row "
                        "MATCH (a:Node {key: row.src}) MATCH (b:Node {key: row.dst}) "
                        f"MERGE (a)-[r:`{rel_type}` {{key: row.key}}]->(b) "
                        "SET r = row.properties", rows=batch).consume()
         candidates = sorted(touched | {n.key for n in nodes if n.type not in DOCUMENT_TYPES})
-        for keys in _batches(candidates, self.batch_size):
+        for keys in batched(candidates, self.batch_size):
             tx.run("UNWIND $keys AS k MATCH (n:Node {key: k}) "
                    "WHERE NOT n.type IN $documents AND NOT EXISTS { MATCH (n)--() } DELETE n",
                    keys=keys, documents=DOCUMENT_TYPES).consume()
@@ -192,21 +192,21 @@ class Neo4jGraphStore(GraphStore):
     def _upsert_nodes(self, tx: neo4j.ManagedTransaction, nodes: list[Node]) -> None:
         """Replace each node's properties and type label (dropping the old one on a change)."""
         retyped: dict[str, list[str]] = defaultdict(list)
-        for batch in _batches(nodes, self.batch_size):
+        for batch in batched(nodes, self.batch_size):
             for record in tx.run(
                     "UNWIND $rows AS row MATCH (n:Node {key: row.key}) "
                     "WHERE n.type <> row.type RETURN n.key AS key, n.type AS type",
                     rows=[{"key": n.key, "type": n.type} for n in batch]):
-                retyped[_label(record["type"])].append(record["key"])
+                retyped[node_label(record["type"])].append(record["key"])
         for label, keys in sorted(retyped.items()):
-            for batch in _batches(keys, self.batch_size):
+            for batch in batched(keys, self.batch_size):
                 tx.run(f"UNWIND $keys AS k MATCH (n:Node {{key: k}}) REMOVE n:`{label}`",
                        keys=batch).consume()
         by_label: dict[str, list[dict]] = defaultdict(list)
         for node in nodes:
-            by_label[_label(node.type)].append(_neo4j_node(node))
+            by_label[node_label(node.type)].append(_neo4j_node(node))
         for label, rows in sorted(by_label.items()):
-            for batch in _batches(rows, self.batch_size):
+            for batch in batched(rows, self.batch_size):
                 tx.run("UNWIND $rows AS row MERGE (n:Node {key: row.key}) "
                        f"SET n = row.properties, n:`{label}`", rows=batch).consume()
 
@@ -214,11 +214,11 @@ class Neo4jGraphStore(GraphStore):
                          edges: list[Edge]) -> None:
         others = sorted({k for e in edges for k in (e.src, e.dst)} - {n.key for n in nodes})
         present: set[str] = set()
-        for keys in _batches(others, self.batch_size):
+        for keys in batched(others, self.batch_size):
             present.update(r["key"] for r in tx.run(
                 "UNWIND $keys AS k MATCH (n:Node {key: k}) RETURN n.key AS key", keys=keys))
         if set(others) - present:
-            raise _dangling(edges, set(others) - present)
+            raise dangling_error(edges, set(others) - present)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -254,7 +254,7 @@ class Neo4jGraphStore(GraphStore):
             keys=kept)}
         edges = sorted((_edge_from_record(r) for r in tx.run(
             f"UNWIND $keys AS k MATCH (a:Node {{key: k}})-[r]->(b:Node) "
-            f"WHERE b.key IN $keys RETURN {_EDGE_RETURN}", keys=kept)), key=_edge_order)
+            f"WHERE b.key IN $keys RETURN {_EDGE_RETURN}", keys=kept)), key=edge_order)
         nodes = tuple(_node_from_record(rows[k], distances[k]) for k in kept)
         return Subgraph(center, depth, nodes, tuple(edges), len(distances) > limit)
 
@@ -262,7 +262,7 @@ class Neo4jGraphStore(GraphStore):
         found: dict[str, list[NodeView]] = defaultdict(list)
         for record in self._query(
                 f"UNWIND $keys AS k MATCH (a:Node {{key: k}})"
-                f"-[r:`{_relationship_type(relation)}`]->(b:Node) WHERE r.relation = $relation "
+                f"-[r:`{relationship_type(relation)}`]->(b:Node) WHERE r.relation = $relation "
                 f"RETURN DISTINCT k AS src, {_NODE_RETURN.format(k='b')} ORDER BY src, key",
                 keys=sorted(set(sources)), relation=relation):
             found[record["src"]].append(_node_from_record(record))

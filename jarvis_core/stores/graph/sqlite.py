@@ -18,16 +18,16 @@ from jarvis_core.graph.model import Edge, Node
 if TYPE_CHECKING:
     pass
 from jarvis_core.stores.graph.base import (
-    _DOCUMENT_TYPES_SQL,
     DOCUMENT_TYPES,
+    DOCUMENT_TYPES_SQL,
     GraphNodeNotFound,
     GraphStore,
     GraphStoreReadOnly,
     NodeView,
     Subgraph,
-    _dangling,
-    _edge_order,
-    _properties_json,
+    dangling_error,
+    edge_order,
+    node_properties_json,
 )
 
 _SCHEMA = """
@@ -47,14 +47,14 @@ CREATE INDEX IF NOT EXISTS edges_origin ON edges (origin);
 """
 
 
-_NODE_COLUMNS = "key, type, title, source, properties"
+NODE_COLUMNS = "key, type, title, source, properties"
 
 
 _EDGE_COLUMNS = ("src, dst, relation, confidence, extractor, origin, source, evidence, "
                  "evidence_text, weight")
 
 
-_IN_JSON = "(SELECT value FROM json_each(?))"  # one JSON array parameter: no variable limit
+IN_JSON = "(SELECT value FROM json_each(?))"  # one JSON array parameter: no variable limit
 
 
 # The breadth-first search runs inside SQLite over per-connection temp tables: a hop is two
@@ -97,7 +97,7 @@ _KEPT_EDGE_ROWIDS = ("SELECT e.rowid FROM temp.kept a CROSS JOIN edges e ON e.sr
                      "CROSS JOIN temp.kept b ON b.key = e.dst")
 
 
-def _json_list(values: Iterable) -> str:
+def json_list(values: Iterable) -> str:
     return json.dumps(list(values), ensure_ascii=False)
 
 
@@ -107,7 +107,7 @@ def _json_texts(texts: list[str]) -> list:
     return json.loads(f"[{','.join(texts)}]")
 
 
-def _nodes_from_rows(rows: list[Sequence]) -> list[NodeView]:
+def nodes_from_rows(rows: list[Sequence]) -> list[NodeView]:
     """Rows of key, type, title, source, properties and, optionally, distance."""
     properties = _json_texts([row[4] for row in rows])
     return [NodeView(row[0], row[1], row[2], row[3], props, row[5] if len(row) > 5 else None)
@@ -120,7 +120,7 @@ def _edges_from_rows(rows: list[Sequence]) -> list[Edge]:
                   text, weight)
              for (src, dst, relation, confidence, extractor, origin, source, _, text, weight),
              chunks in zip(rows, evidence)]
-    edges.sort(key=_edge_order)
+    edges.sort(key=edge_order)
     return edges
 
 
@@ -224,21 +224,21 @@ class SqliteGraphStore(GraphStore):
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
             try:
-                touched = self._delete_edges(f"origin IN {_IN_JSON}",
-                                             (_json_list(removed_origins),))
-                documents = _json_list(removed_documents)
-                doomed = (f"(SELECT key FROM nodes WHERE type IN {_DOCUMENT_TYPES_SQL} "
-                          f"AND key IN {_IN_JSON})")
+                touched = self._delete_edges(f"origin IN {IN_JSON}",
+                                             (json_list(removed_origins),))
+                documents = json_list(removed_documents)
+                doomed = (f"(SELECT key FROM nodes WHERE type IN {DOCUMENT_TYPES_SQL} "
+                          f"AND key IN {IN_JSON})")
                 touched |= self._delete_edges(f"src IN {doomed} OR dst IN {doomed}",
                                               (documents, documents))
-                conn.execute(f"DELETE FROM nodes WHERE type IN {_DOCUMENT_TYPES_SQL} "
-                             f"AND key IN {_IN_JSON}", (documents,))
+                conn.execute(f"DELETE FROM nodes WHERE type IN {DOCUMENT_TYPES_SQL} "
+                             f"AND key IN {IN_JSON}", (documents,))
                 conn.executemany(
-                    f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES (?, ?, ?, ?, ?) "
+                    f"INSERT INTO nodes ({NODE_COLUMNS}) VALUES (?, ?, ?, ?, ?) "
                     "ON CONFLICT (key) DO UPDATE SET type = excluded.type, "
                     "title = excluded.title, source = excluded.source, "
                     "properties = excluded.properties",
-                    [(n.key, n.type, n.title, n.source, _properties_json(n)) for n in nodes])
+                    [(n.key, n.type, n.title, n.source, node_properties_json(n)) for n in nodes])
                 self._check_endpoints(nodes, edges)
                 conn.executemany(
                     f"INSERT INTO edges (key, {_EDGE_COLUMNS}) "
@@ -251,11 +251,11 @@ class SqliteGraphStore(GraphStore):
                      for e in edges])
                 candidates = touched | {n.key for n in nodes if n.type not in DOCUMENT_TYPES}
                 conn.execute(
-                    f"DELETE FROM nodes WHERE key IN {_IN_JSON} "
-                    f"AND type NOT IN {_DOCUMENT_TYPES_SQL} "
+                    f"DELETE FROM nodes WHERE key IN {IN_JSON} "
+                    f"AND type NOT IN {DOCUMENT_TYPES_SQL} "
                     "AND NOT EXISTS (SELECT 1 FROM edges WHERE src = nodes.key) "
                     "AND NOT EXISTS (SELECT 1 FROM edges WHERE dst = nodes.key)",
-                    (_json_list(candidates),))
+                    (json_list(candidates),))
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -272,18 +272,18 @@ class SqliteGraphStore(GraphStore):
         if not others:
             return
         present = {k for (k,) in self._conn.execute(
-            f"SELECT key FROM nodes WHERE key IN {_IN_JSON}", (_json_list(others),))}
+            f"SELECT key FROM nodes WHERE key IN {IN_JSON}", (json_list(others),))}
         if others - present:
-            raise _dangling(edges, others - present)
+            raise dangling_error(edges, others - present)
 
     # -- reads -------------------------------------------------------------------------
 
     def node(self, key: str) -> NodeView | None:
         with self._lock:
             self._require_open()
-            row = self._conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE key = ?",
+            row = self._conn.execute(f"SELECT {NODE_COLUMNS} FROM nodes WHERE key = ?",
                                      (key,)).fetchone()
-        return None if row is None else _nodes_from_rows([row])[0]
+        return None if row is None else nodes_from_rows([row])[0]
 
     def _neighbourhood(self, center: str, depth: int, limit: int) -> Subgraph:
         with self._reading() as conn:
@@ -299,15 +299,15 @@ class SqliteGraphStore(GraphStore):
                 for step in _BFS_STEPS:
                     reached += conn.execute(step, (distance,)).rowcount
             conn.execute(_KEEP_NEAREST, (limit,))
-            nodes = _nodes_from_rows(conn.execute(_KEPT_NODES).fetchall())
+            nodes = nodes_from_rows(conn.execute(_KEPT_NODES).fetchall())
             edges = self._edges_by_rowid(conn, (r for (r,) in conn.execute(_KEPT_EDGE_ROWIDS)))
         return Subgraph(center, depth, tuple(nodes), tuple(edges), reached > limit)
 
     @staticmethod
     def _edges_by_rowid(conn: sqlite3.Connection, rowids: Iterable[int]) -> list[Edge]:
         return _edges_from_rows(conn.execute(
-            f"SELECT {_EDGE_COLUMNS} FROM edges WHERE rowid IN {_IN_JSON}",
-            (_json_list(rowids),)).fetchall())
+            f"SELECT {_EDGE_COLUMNS} FROM edges WHERE rowid IN {IN_JSON}",
+            (json_list(rowids),)).fetchall())
 
     def targets(self, sources: Iterable[str], relation: str) -> dict[str, list[NodeView]]:
         found: dict[str, list[NodeView]] = defaultdict(list)
@@ -316,9 +316,9 @@ class SqliteGraphStore(GraphStore):
             rows = self._conn.execute(
                 "SELECT DISTINCT e.src, n.key, n.type, n.title, n.source, n.properties "
                 "FROM edges e JOIN nodes n ON n.key = e.dst "
-                f"WHERE e.src IN {_IN_JSON} AND e.relation = ? ORDER BY e.src, n.key",
-                (_json_list(set(sources)), relation)).fetchall()
-        for row, node in zip(rows, _nodes_from_rows([row[1:] for row in rows])):
+                f"WHERE e.src IN {IN_JSON} AND e.relation = ? ORDER BY e.src, n.key",
+                (json_list(set(sources)), relation)).fetchall()
+        for row, node in zip(rows, nodes_from_rows([row[1:] for row in rows])):
             found[row[0]].append(node)
         return dict(found)
 
@@ -334,7 +334,7 @@ class SqliteGraphStore(GraphStore):
         with self._lock:
             self._require_open()
             rows = self._conn.execute(
-                f"SELECT key FROM nodes WHERE type IN {_DOCUMENT_TYPES_SQL} "
+                f"SELECT key FROM nodes WHERE type IN {DOCUMENT_TYPES_SQL} "
                 "AND (?1 IS NULL OR source = ?1)", (source,)).fetchall()
         return {key for (key,) in rows}
 

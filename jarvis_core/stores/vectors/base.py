@@ -28,11 +28,11 @@ import numpy as np
 
 from jarvis_core.stores.vectors.filters import (
     DATETIME_FIELD,
+    Condition,
+    MatchAny,
     VectorFilter,
-    _Condition,
-    _conditions,
-    _MatchAny,
-    _utc_iso,
+    filter_conditions,
+    utc_iso,
 )
 
 POINT_NAMESPACE = uuid.UUID("6f1c2a4e-8d3b-5e7f-9a0b-1c2d3e4f5a6b")
@@ -97,7 +97,7 @@ class VectorHit:
 
 
 @dataclass(frozen=True)
-class _PreparedPoint:
+class PreparedPoint:
     point_id: str
     vector: np.ndarray
     payload: dict[str, Any]
@@ -120,7 +120,7 @@ def _normalised_modified_at(value: Any, chunk_id: str) -> str | None:
     if value is None:
         return None
     try:
-        return _utc_iso(datetime.fromisoformat(value))
+        return utc_iso(datetime.fromisoformat(value))
     except (TypeError, ValueError) as exc:
         raise ValueError(
             f"chunk {chunk_id}: {DATETIME_FIELD} must be an ISO datetime string or None, "
@@ -141,7 +141,7 @@ def _checked_payload_value(key: str, value: Any, chunk_id: str) -> None:
     )
 
 
-def _search_ef(conditions: list[_Condition]) -> int:
+def search_ef(conditions: list[Condition]) -> int:
     """Filtered HNSW walks skip non-matching nodes: a wider beam keeps the same recall."""
     return FILTERED_SEARCH_HNSW_EF if conditions else SEARCH_HNSW_EF
 
@@ -149,6 +149,8 @@ def _search_ef(conditions: list[_Condition]) -> int:
 class VectorStore(ABC):
     """One collection of chunk vectors for one model. Subclasses supply the backend calls;
     validation, id mapping, thresholds and ordering live here so both backends agree."""
+
+    backend: str  # "edge" (a local shard, copied into published versions) or "server"
 
     def __init__(self, collection: str, dimension: int, model: str) -> None:
         if not _COLLECTION.match(collection):
@@ -203,7 +205,7 @@ class VectorStore(ABC):
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
         query = self._checked_vector(vector, "query")
-        conditions = _conditions(filters)
+        conditions = filter_conditions(filters)
         self._require_open()
         if conditions is None:
             return []
@@ -257,22 +259,22 @@ class VectorStore(ABC):
     # -- backend hooks -------------------------------------------------------------------
 
     @abstractmethod
-    def _upsert(self, points: list[_PreparedPoint]) -> None: ...
+    def _upsert(self, points: list[PreparedPoint]) -> None: ...
 
     @abstractmethod
     def _delete(self, point_ids: list[str]) -> None: ...
 
     @abstractmethod
-    def _chunk_ids(self, conditions: list[_Condition]) -> set[str]: ...
+    def _chunk_ids(self, conditions: list[Condition]) -> set[str]: ...
 
     @abstractmethod
-    def _count(self, conditions: list[_Condition]) -> int: ...
+    def _count(self, conditions: list[Condition]) -> int: ...
 
     @abstractmethod
     def _counts_by_source(self) -> dict[str, int]: ...
 
     @abstractmethod
-    def _query(self, vector: np.ndarray, limit: int, conditions: list[_Condition],
+    def _query(self, vector: np.ndarray, limit: int, conditions: list[Condition],
                score_threshold: float | None) -> list[VectorHit]: ...
 
     @abstractmethod
@@ -285,8 +287,8 @@ class VectorStore(ABC):
             raise VectorStoreError(f"vector store {self.collection!r} is closed")
 
     @staticmethod
-    def _source_condition(source: str | None) -> list[_Condition]:
-        return [] if source is None else [_MatchAny("source", (source,))]
+    def _source_condition(source: str | None) -> list[Condition]:
+        return [] if source is None else [MatchAny("source", (source,))]
 
     def _checked_vector(self, vector: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
         array = np.asarray(vector, dtype=np.float32)
@@ -301,7 +303,7 @@ class VectorStore(ABC):
             raise ValueError(f"{what} vector is all zeros: it has no direction to compare")
         return array
 
-    def _prepared(self, point: VectorPoint) -> _PreparedPoint:
+    def _prepared(self, point: VectorPoint) -> PreparedPoint:
         chunk_id = point.chunk_id
         if not isinstance(chunk_id, str) or not _CHUNK_ID.match(chunk_id):
             raise ValueError(f"chunk id must be 32 lowercase hex characters, got {chunk_id!r}")
@@ -313,4 +315,4 @@ class VectorStore(ABC):
         if DATETIME_FIELD in payload:
             payload[DATETIME_FIELD] = _normalised_modified_at(payload[DATETIME_FIELD], chunk_id)
         vector = self._checked_vector(point.vector, f"chunk {chunk_id}:")
-        return _PreparedPoint(point_id(chunk_id), vector, payload)
+        return PreparedPoint(point_id(chunk_id), vector, payload)

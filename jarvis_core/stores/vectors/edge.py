@@ -21,14 +21,14 @@ from jarvis_core.stores.vectors.base import (
     HNSW_M,
     SCROLL_PAGE,
     VECTOR_NAME,
+    PreparedPoint,
     VectorHit,
     VectorStore,
     VectorStoreBusy,
     VectorStoreMismatch,
-    _PreparedPoint,
-    _search_ef,
+    search_ef,
 )
-from jarvis_core.stores.vectors.filters import DATETIME_FIELD, KEYWORD_FIELDS, _Condition, _MatchAny
+from jarvis_core.stores.vectors.filters import DATETIME_FIELD, KEYWORD_FIELDS, Condition, MatchAny
 
 EDGE_UPSERT_BATCH = 1024  # fastest measured: per-call overhead below, payload conversion above
 
@@ -36,11 +36,11 @@ EDGE_UPSERT_BATCH = 1024  # fastest measured: per-call overhead below, payload c
 EDGE_SIDECAR = "jarvis_vector_store.json"
 
 
-def _edge_filter(conditions: list[_Condition]):
+def _edge_filter(conditions: list[Condition]):
     if not conditions:
         return None
     must = [
-        qe.FieldCondition(c.key, match=qe.MatchAny(list(c.values))) if isinstance(c, _MatchAny)
+        qe.FieldCondition(c.key, match=qe.MatchAny(list(c.values))) if isinstance(c, MatchAny)
         else qe.FieldCondition(c.key, range=qe.RangeDateTime(gte=c.gte, lte=c.lte))
         for c in conditions
     ]
@@ -55,6 +55,8 @@ class EdgeVectorStore(VectorStore):
     Edge builds HNSW indexes only in ``optimize()`` (``publish_copy`` calls it); until then
     search is exact and slower. Edge calls hold the GIL, an index build included.
     """
+
+    backend = "edge"
 
     def __init__(self, path: Path, collection: str, dimension: int, model: str, *,
                  busy_timeout: float = 30.0) -> None:
@@ -78,7 +80,7 @@ class EdgeVectorStore(VectorStore):
         recorded = _read_sidecar(published)
         model = recorded["model"] if model is None else model
         dimension = recorded["dimension"] if dimension is None else dimension
-        _check_identity(str(published), (recorded["model"], recorded["dimension"]),
+        check_identity(str(published), (recorded["model"], recorded["dimension"]),
                         (model, dimension))
         if workdir.exists() and any(workdir.iterdir()):
             raise FileExistsError(f"read-copy directory is not empty: {workdir}")
@@ -153,7 +155,7 @@ class EdgeVectorStore(VectorStore):
             finally:
                 staging.unlink()
         recorded = _read_sidecar(self.directory)
-        _check_identity(str(self.directory), (recorded["model"], recorded["dimension"]),
+        check_identity(str(self.directory), (recorded["model"], recorded["dimension"]),
                         (self.model, self.dimension))
 
     def _open_shard(self, busy_timeout: float):
@@ -184,7 +186,7 @@ class EdgeVectorStore(VectorStore):
                                                            qe.PayloadSchemaType.Datetime))
         return shard
 
-    def _upsert(self, points: list[_PreparedPoint]) -> None:
+    def _upsert(self, points: list[PreparedPoint]) -> None:
         with self._lock:
             for start in range(0, len(points), EDGE_UPSERT_BATCH):
                 self._shard.update(qe.UpdateOperation.upsert_points([
@@ -196,7 +198,7 @@ class EdgeVectorStore(VectorStore):
         with self._lock:
             self._shard.update(qe.UpdateOperation.delete_points(point_ids))
 
-    def _chunk_ids(self, conditions: list[_Condition]) -> set[str]:
+    def _chunk_ids(self, conditions: list[Condition]) -> set[str]:
         found: set[str] = set()
         offset = None
         while True:
@@ -207,7 +209,7 @@ class EdgeVectorStore(VectorStore):
             if offset is None:
                 return found
 
-    def _count(self, conditions: list[_Condition]) -> int:
+    def _count(self, conditions: list[Condition]) -> int:
         return self._shard.count(qe.CountRequest(exact=True,
                                                       filter=_edge_filter(conditions)))
 
@@ -216,12 +218,12 @@ class EdgeVectorStore(VectorStore):
                                                      exact=True))
         return {hit.value: hit.count for hit in response.hits}
 
-    def _query(self, vector: np.ndarray, limit: int, conditions: list[_Condition],
+    def _query(self, vector: np.ndarray, limit: int, conditions: list[Condition],
                score_threshold: float | None) -> list[VectorHit]:
         scored = self._shard.query(qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(vector.tolist(), using=VECTOR_NAME),
             filter=_edge_filter(conditions), score_threshold=score_threshold,
-            params=qe.SearchParams(hnsw_ef=_search_ef(conditions)), with_payload=True,
+            params=qe.SearchParams(hnsw_ef=search_ef(conditions)), with_payload=True,
             with_vector=False))
         return [VectorHit(point.payload["chunk_id"], point.score, point.payload)
                 for point in scored]
@@ -231,7 +233,7 @@ class EdgeVectorStore(VectorStore):
         return {str(record.id): record.vector[VECTOR_NAME] for record in records}
 
 
-def _check_identity(where: str, recorded: tuple[str, int], wanted: tuple[str, int]) -> None:
+def check_identity(where: str, recorded: tuple[str, int], wanted: tuple[str, int]) -> None:
     if recorded != wanted:
         raise VectorStoreMismatch(
             f"{where} holds vectors of {recorded[0]} (dimension {recorded[1]}), not {wanted[0]} "

@@ -24,7 +24,7 @@ class VectorFilter:
 
 
 @dataclass(frozen=True)
-class _MatchAny:
+class MatchAny:
     key: str
     values: tuple[str, ...]
 
@@ -36,30 +36,30 @@ class _DatetimeRange:
     lte: str | None
 
 
-_Condition = _MatchAny | _DatetimeRange
+Condition = MatchAny | _DatetimeRange
 
 
-def _utc_iso(value: datetime) -> str:
+def utc_iso(value: datetime) -> str:
     aware = value if value.tzinfo else value.replace(tzinfo=UTC)
     return aware.astimezone(UTC).isoformat()
 
 
-def _conditions(filters: VectorFilter | None) -> list[_Condition] | None:
+def filter_conditions(filters: VectorFilter | None) -> list[Condition] | None:
     """The filter as backend-neutral conditions; None when it can match nothing."""
     if filters is None:
         return []
-    conditions: list[_Condition] = []
+    conditions: list[Condition] = []
     for key, values in (("source", filters.sources), ("source_type", filters.source_types),
                         ("tags", filters.tags_any)):
         if values is None:
             continue
         if not values:
             return None
-        conditions.append(_MatchAny(key, tuple(values)))
+        conditions.append(MatchAny(key, tuple(values)))
     if filters.modified_from is not None or filters.modified_to is not None:
         conditions.append(_DatetimeRange(
             DATETIME_FIELD,
-            None if filters.modified_from is None else _utc_iso(filters.modified_from),
-            None if filters.modified_to is None else _utc_iso(filters.modified_to),
+            None if filters.modified_from is None else utc_iso(filters.modified_from),
+            None if filters.modified_to is None else utc_iso(filters.modified_to),
         ))
     return conditions

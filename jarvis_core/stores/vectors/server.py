@@ -11,26 +11,26 @@ from jarvis_core.stores.vectors.base import (
     HNSW_M,
     SCROLL_PAGE,
     VECTOR_NAME,
+    PreparedPoint,
     VectorHit,
     VectorStore,
     VectorStoreMismatch,
-    _PreparedPoint,
-    _search_ef,
+    search_ef,
 )
-from jarvis_core.stores.vectors.edge import _check_identity
-from jarvis_core.stores.vectors.filters import DATETIME_FIELD, KEYWORD_FIELDS, _Condition, _MatchAny
+from jarvis_core.stores.vectors.edge import check_identity
+from jarvis_core.stores.vectors.filters import DATETIME_FIELD, KEYWORD_FIELDS, Condition, MatchAny
 
 SERVER_UPSERT_BATCH = 256
 
 
-def _server_filter(conditions: list[_Condition]):
+def _server_filter(conditions: list[Condition]):
     if not conditions:
         return None
     from qdrant_client import models
 
     must = [
         models.FieldCondition(key=c.key, match=models.MatchAny(any=list(c.values)))
-        if isinstance(c, _MatchAny)
+        if isinstance(c, MatchAny)
         else models.FieldCondition(key=c.key, range=models.DatetimeRange(gte=c.gte, lte=c.lte))
         for c in conditions
     ]
@@ -44,6 +44,8 @@ class QdrantServerVectorStore(VectorStore):
     ``jarvis_dimension``; every write waits for the server to apply it. qdrant-client is
     imported on first use: it takes over a second to import and the Edge default never needs it.
     """
+
+    backend = "server"
 
     METADATA_MODEL = "jarvis_model"
     METADATA_DIMENSION = "jarvis_dimension"
@@ -112,9 +114,9 @@ class QdrantServerVectorStore(VectorStore):
                 f"{where} records no model in its metadata (made outside Jarvis, or the "
                 "server predates collection metadata, Qdrant 1.16)"
             )
-        _check_identity(where, (recorded_model, params.size), (self.model, self.dimension))
+        check_identity(where, (recorded_model, params.size), (self.model, self.dimension))
 
-    def _upsert(self, points: list[_PreparedPoint]) -> None:
+    def _upsert(self, points: list[PreparedPoint]) -> None:
         from qdrant_client import models
 
         for start in range(0, len(points), SERVER_UPSERT_BATCH):
@@ -130,7 +132,7 @@ class QdrantServerVectorStore(VectorStore):
         self._client.delete(self.collection, wait=True,
                             points_selector=models.PointIdsList(points=point_ids))
 
-    def _chunk_ids(self, conditions: list[_Condition]) -> set[str]:
+    def _chunk_ids(self, conditions: list[Condition]) -> set[str]:
         found: set[str] = set()
         offset = None
         while True:
@@ -141,7 +143,7 @@ class QdrantServerVectorStore(VectorStore):
             if offset is None:
                 return found
 
-    def _count(self, conditions: list[_Condition]) -> int:
+    def _count(self, conditions: list[Condition]) -> int:
         return self._client.count(self.collection, count_filter=_server_filter(conditions),
                                   exact=True).count
 
@@ -150,14 +152,14 @@ class QdrantServerVectorStore(VectorStore):
                                       limit=max(self._count([]), 1), exact=True)
         return {hit.value: hit.count for hit in response.hits}
 
-    def _query(self, vector: np.ndarray, limit: int, conditions: list[_Condition],
+    def _query(self, vector: np.ndarray, limit: int, conditions: list[Condition],
                score_threshold: float | None) -> list[VectorHit]:
         from qdrant_client import models
 
         response = self._client.query_points(
             self.collection, query=vector.tolist(), using=VECTOR_NAME, limit=limit,
             query_filter=_server_filter(conditions), score_threshold=score_threshold,
-            search_params=models.SearchParams(hnsw_ef=_search_ef(conditions)),
+            search_params=models.SearchParams(hnsw_ef=search_ef(conditions)),
             with_payload=True)
         return [VectorHit(point.payload["chunk_id"], point.score, point.payload)
                 for point in response.points]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+import duckdb
 import numpy as np
 import polars as pl
 
@@ -40,6 +41,11 @@ PAYLOAD_SQL = f"""
     LEFT JOIN ({" UNION ALL ".join(_DOCUMENT_DATES)}) d ON d.path = c.path
     WHERE c.source = $1
 """
+
+
+def read_payload_rows(conn: duckdb.DuckDBPyConnection, source: str) -> pl.DataFrame:
+    """A source's chunks with everything their vectors and keyword entries carry."""
+    return conn.execute(PAYLOAD_SQL, [source]).pl()
 
 
 class TextEmbedder(Protocol):

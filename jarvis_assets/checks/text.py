@@ -1,0 +1,96 @@
+"""Checks of the text layer: every document is chunked, chunks fit the model, chunk ids are
+unique, and the keyword index holds exactly the chunks."""
+
+import dagster as dg
+
+from jarvis_assets.chunks import chunks
+from jarvis_assets.keyword_index import keyword_index
+from jarvis_assets.metadata import markdown_table
+from jarvis_assets.partitions import source_partitions
+from jarvis_core.stores.tables import read_frame
+from jarvis_core.text.chunking import embedding_text
+from jarvis_core.text.tokens import token_counter
+from jarvis_resources import JarvisConfigResource, KeywordIndexResource, TablesResource
+
+
+@dg.asset_check(asset=chunks, blocking=True, partitions_def=source_partitions,
+                description="Every note with text in its body has at least one chunk.")
+def every_note_has_chunks(context: dg.AssetCheckExecutionContext,
+                          tables: TablesResource) -> dg.AssetCheckResult:
+    with tables.get_connection() as conn:
+        missing = read_frame(conn, """
+            SELECT n.source, n.path FROM notes n
+            WHERE n.source = ? AND trim(n.body) <> ''
+              AND NOT EXISTS (SELECT 1 FROM chunks c
+                              WHERE c.source = n.source AND c.path = n.path)
+            ORDER BY n.path
+        """, [context.partition_key]).to_dicts()
+    return dg.AssetCheckResult(
+        passed=not missing,
+        metadata={"notes_without_chunks": len(missing),
+                  "examples": markdown_table(missing, ["source", "path"])})
+
+
+@dg.asset_check(asset=chunks, blocking=True, partitions_def=source_partitions,
+                description="No chunk exceeds the embedding model's token limit, recounted "
+                "with the model's own tokenizer.")
+def chunks_within_token_limit(context: dg.AssetCheckExecutionContext,
+                              jarvis: JarvisConfigResource,
+                              tables: TablesResource) -> dg.AssetCheckResult:
+    config = jarvis.load()
+    counter = token_counter(config.embedding.model, config.chunking.max_tokens)
+    with tables.get_connection() as conn:
+        rows = read_frame(conn, "SELECT chunk_id, path, context, text, token_count FROM chunks "
+                                "WHERE source = ?", [context.partition_key])
+    recounted = counter.count([embedding_text(chunk_context, text) for chunk_context, text
+                               in rows.select("context", "text").iter_rows()])
+    over = [{"path": path, "chunk_id": chunk_id, "tokens": tokens}
+            for (chunk_id, path), tokens in zip(rows.select("chunk_id", "path").iter_rows(),
+                                                recounted)
+            if tokens > counter.max_tokens]
+    miscounted = sum(stored != actual
+                     for stored, actual in zip(rows["token_count"].to_list(), recounted))
+    return dg.AssetCheckResult(
+        passed=not over and not miscounted,
+        metadata={"token_limit": counter.max_tokens, "chunks_checked": rows.height,
+                  "largest_chunk_tokens": max(recounted, default=0),
+                  "chunks_over_limit": len(over), "stored_counts_wrong": miscounted,
+                  "examples": markdown_table(over, ["path", "chunk_id", "tokens"])})
+
+
+@dg.asset_check(asset=chunks, blocking=True,
+                description="Chunk ids are unique across every source: vectors and graph "
+                "evidence are keyed by them.")
+def chunk_ids_unique(tables: TablesResource) -> dg.AssetCheckResult:
+    with tables.get_connection() as conn:
+        duplicates = read_frame(conn, """
+            SELECT chunk_id, count(*) AS copies, string_agg(DISTINCT path, ', ') AS paths
+            FROM chunks GROUP BY chunk_id HAVING count(*) > 1 ORDER BY copies DESC
+        """).to_dicts()
+    return dg.AssetCheckResult(
+        passed=not duplicates,
+        metadata={"duplicate_ids": len(duplicates),
+                  "examples": markdown_table(duplicates, ["chunk_id", "copies", "paths"])})
+
+
+@dg.asset_check(asset=keyword_index, blocking=True, partitions_def=source_partitions,
+                description="The keyword index holds exactly the chunk ids of the source's "
+                "chunks, each once.")
+def keyword_index_matches_chunks(context: dg.AssetCheckExecutionContext,
+                                 tables: TablesResource,
+                                 keyword: KeywordIndexResource) -> dg.AssetCheckResult:
+    source = context.partition_key
+    with tables.get_connection() as conn:
+        expected = {chunk_id for (chunk_id,) in conn.execute(
+            "SELECT chunk_id FROM chunks WHERE source = ?", [source]).fetchall()}
+    with keyword.open() as index:
+        ledger = index.chunk_ids(source)
+        row = {"source": source, "chunks": len(expected),
+               "indexed": index.indexed_count(source), "missing": len(expected - ledger),
+               "extra": len(ledger - expected)}
+    wrong = bool(row["missing"] or row["extra"] or row["indexed"] != row["chunks"])
+    return dg.AssetCheckResult(
+        passed=not wrong,
+        metadata={"sources_checked": 1, "sources_wrong": int(wrong),
+                  "per_source": markdown_table([row], ["source", "chunks", "indexed",
+                                                       "missing", "extra"])})

@@ -1,0 +1,177 @@
+"""Links between sources: references one source makes to another's tickets, commits and
+files become edges once their target exists, whatever order the sources refresh in; person
+nodes that sources keyed apart but that are one person get SAME_AS edges."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+
+import duckdb
+import polars as pl
+
+from jarvis_core.graph.model import EXPLICIT, Edge, Node
+from jarvis_core.graph.sync import edge_row
+from jarvis_core.sources.people import Identity, PersonDirectory
+from jarvis_core.sources.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX, ReferenceIndex
+from jarvis_core.stores import tables
+from jarvis_core.stores.graph.base import GraphStore
+
+# Reasons listed in unresolved_references ('no_such_file': most path-like words are not paths).
+_LISTED = ("unresolved", "ambiguous", "unknown_project", "no_such_commit")
+# Reasons the unresolved_references check warns about: a ticket that should exist.
+WARN_REASONS = ("unresolved", "ambiguous")
+
+
+def resolve_references(references: list[dict], nodes: list[dict]
+                       ) -> tuple[list[Edge], list[dict]]:
+    """Edges for the references whose target is one node of any source (evidence merged
+    per citing document, relation and target), and the rows of those that are not."""
+    index = ReferenceIndex(nodes)
+    known = {node["node_key"] for node in nodes}
+    grouped: dict[tuple[str, str, str, str, str], list[dict]] = defaultdict(list)
+    unresolved = []
+    for ref in references:
+        keys, reason = index.resolve(ref["kind"], ref["target"])
+        if reason != "resolved":
+            if reason in _LISTED:
+                unresolved.append({**ref, "reason": reason, "candidates": list(keys)})
+            continue
+        src, dst = (keys[0], ref["src"]) if ref["inverse"] else (ref["src"], keys[0])
+        if src != dst and src in known and dst in known:
+            grouped[(src, ref["relation"], dst, ref["origin"], ref["source"])].append(ref)
+    edges = []
+    for (src, relation, dst, origin, source), refs in sorted(grouped.items()):
+        shown = min(refs, key=lambda ref: (not ref["evidence"], ref["line"]))
+        evidence = tuple(sorted({chunk for ref in refs for chunk in ref["evidence"] or ()}))
+        edges.append(Edge(src, dst, relation, EXPLICIT, CROSS_EXTRACTOR,
+                          CROSS_ORIGIN_PREFIX + origin, source, evidence,
+                          shown["evidence_text"] or shown["written"]))
+    return edges, unresolved
+
+
+def same_person_edges(persons: list[dict]) -> list[Edge]:
+    """SAME_AS edges between person nodes that different sources keyed differently but
+    ``jarvis_core.sources.people`` folds into one person (a GitHub login 'maya-chen' spelling the
+    full name of 'Maya Chen <maya.chen@...>'), from each node to the group's canonical key."""
+    directory = PersonDirectory()
+    identities: dict[str, list[Identity]] = defaultdict(list)
+    for row in persons:
+        properties = json.loads(row["properties"] or "{}")
+        names = properties.get("names") or [row["title"]]
+        aliases = tuple(properties.get("aliases") or ())
+        for name in names:
+            for email in properties.get("emails") or [None]:
+                identity = Identity(name=name, email=email, aliases=aliases)
+                identities[row["node_key"]].append(identity)
+                directory.add(identity)
+    groups: dict[str, dict[str, str]] = defaultdict(dict)  # canonical key -> node -> source
+    for row in persons:
+        found = [directory.person(i) for i in identities[row["node_key"]]]
+        if found and found[0] is not None:
+            groups[found[0].key].setdefault(row["node_key"], row["source"])
+    titles = {row["node_key"]: row["title"] for row in persons}
+    edges = []
+    for canonical, members in sorted(groups.items()):
+        if len(members) < 2:
+            continue
+        target = canonical if canonical in members else min(members)
+        for key, source in sorted(members.items()):
+            if key != target:
+                edges.append(Edge(key, target, "SAME_AS", EXPLICIT, CROSS_EXTRACTOR,
+                                  CROSS_ORIGIN_PREFIX + key, source, (),
+                                  f"{titles[key]} is {titles[target]} ({canonical})"))
+    return edges
+
+
+def replace_origins(conn, table: str, origins: set[str] | None, rows: pl.DataFrame) -> None:
+    """Delete the rows of ``origins`` of any source (all rows for None) and insert ``rows``,
+    in one transaction."""
+    doomed = pl.DataFrame({"origin": sorted(origins or ())}, schema={"origin": pl.Utf8})
+    conn.register("jarvis_doomed", doomed.to_arrow())
+    conn.register("jarvis_rows", rows.to_arrow())
+    try:
+        with tables.transaction(conn):
+            conn.execute(f"DELETE FROM {table}" if origins is None else
+                         f"DELETE FROM {table} WHERE origin IN (SELECT origin FROM jarvis_doomed)")
+            if rows.height:
+                conn.execute(f"INSERT INTO {table} BY NAME SELECT * FROM jarvis_rows")
+    finally:
+        conn.unregister("jarvis_doomed")
+        conn.unregister("jarvis_rows")
+
+
+@dataclass(frozen=True)
+class CrossInputs:
+    """Every source's references, the nodes they may resolve to, every person node, and the
+    cross-source edges stored now by citing origin."""
+
+    references: list[dict]
+    nodes: list[dict]
+    persons: list[dict]
+    existing: dict[str, set[str]]
+
+
+def read_inputs(conn: duckdb.DuckDBPyConnection) -> CrossInputs:
+    existing: dict[str, set[str]] = defaultdict(set)
+    for origin, edge_key in conn.execute(
+            "SELECT origin, edge_key FROM graph_edges WHERE extractor = ?",
+            [CROSS_EXTRACTOR]).fetchall():
+        existing[origin].add(edge_key)
+    return CrossInputs(
+        tables.read_frame(conn, "SELECT * FROM graph_references").to_dicts(),
+        tables.read_frame(
+            conn, "SELECT DISTINCT ON (node_key) node_key, type, title, node_source, properties "
+                  "FROM graph_nodes WHERE type IN ('ticket', 'commit', 'file', 'note', "
+                  "'repo_doc', 'person') ORDER BY node_key, source").to_dicts(),
+        tables.read_frame(  # every source's copy: each knows other spellings
+            conn, "SELECT node_key, title, properties, source FROM graph_nodes "
+                  "WHERE type = 'person' ORDER BY source, node_key").to_dicts(),
+        existing)
+
+
+@dataclass(frozen=True)
+class CrossLinks:
+    """The resolved edges, the citing origins whose edges changed, and what did not
+    resolve."""
+
+    edges: list[Edge]
+    changed: set[str]
+    rewritten: list[Edge]
+    unresolved: list[dict]
+
+
+def plan_links(inputs: CrossInputs) -> CrossLinks:
+    edges, unresolved = resolve_references(inputs.references, inputs.nodes)
+    edges += same_person_edges(inputs.persons)
+    by_origin: dict[str, list[Edge]] = defaultdict(list)
+    for edge in edges:
+        by_origin[edge.origin].append(edge)
+    changed = {origin for origin in set(by_origin) | set(inputs.existing)
+               if {edge.key for edge in by_origin.get(origin, [])}
+               != inputs.existing.get(origin, set())}
+    rewritten = [edge for origin in sorted(changed) for edge in by_origin.get(origin, [])]
+    return CrossLinks(edges, changed, rewritten, unresolved)
+
+
+def apply_to_store(store: GraphStore, links: CrossLinks, nodes: list[dict]) -> int:
+    """Rewrite the changed origins in the graph store (endpoints upserted as stored, so none
+    can be absent); the number of dangling edges after."""
+    endpoints = {edge.src for edge in links.rewritten} | {edge.dst for edge in links.rewritten}
+    store.apply(removed_origins=links.changed, nodes=[
+        Node(n["node_key"], n["type"], n["title"], n["node_source"],
+             json.loads(n["properties"] or "{}"))
+        for n in nodes if n["node_key"] in endpoints], edges=links.rewritten)
+    return store.dangling_edges()
+
+
+def write_tables(conn: duckdb.DuckDBPyConnection, links: CrossLinks) -> None:
+    mentions = [{"source": edge.source, "origin": edge.origin, "chunk_id": chunk_id,
+                 "node_key": edge.dst} for edge in links.rewritten for chunk_id in edge.evidence]
+    replace_origins(conn, "graph_edges", links.changed,
+                    tables.frame("graph_edges", map(edge_row, links.rewritten)))
+    replace_origins(conn, "chunk_mentions", links.changed,
+                    tables.frame("chunk_mentions", mentions))
+    replace_origins(conn, "unresolved_references", None,
+                    tables.frame("unresolved_references", links.unresolved))

@@ -1,0 +1,131 @@
+"""Bringing a source's graph up to date: read its inputs, decide which documents' subgraphs
+changed (by fingerprint), and write exactly those to the graph store and the tables."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+import duckdb
+
+from jarvis_core.graph.extractors import GraphExtractor
+from jarvis_core.graph.model import Edge, Node, SourceGraph
+from jarvis_core.sources.plan import ItemCounts
+from jarvis_core.sources.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX
+from jarvis_core.stores import tables
+from jarvis_core.stores.graph.base import GraphStore
+
+
+@dataclass(frozen=True)
+class GraphInputs:
+    """What a source's graph is made from, and what the last run recorded."""
+
+    rows: dict[str, list[dict]]     # the extractor's queries' rows
+    chunk_rows: list[dict]          # chunk_id, doc_key, path, char_start, char_end
+    previous: dict[str, str]        # origin -> fingerprint written last time
+    first_seen: dict[str, datetime]  # node key -> when it first appeared
+
+
+def read_inputs(conn: duckdb.DuckDBPyConnection, source: str,
+                extractor: GraphExtractor) -> GraphInputs:
+    return GraphInputs(
+        {name: tables.read_frame(conn, sql, [source]).to_dicts()
+         for name, sql in extractor.queries.items()},
+        tables.read_frame(conn, "SELECT chunk_id, doc_key, path, char_start, char_end "
+                                "FROM chunks WHERE source = ?", [source]).to_dicts(),
+        dict(conn.execute("SELECT origin, fingerprint FROM graph_origins WHERE source = ?",
+                          [source]).fetchall()),
+        dict(conn.execute("SELECT node_key, first_seen FROM graph_nodes WHERE source = ?",
+                          [source]).fetchall()))
+
+
+@dataclass(frozen=True)
+class GraphUpdate:
+    """The documents whose subgraph is rewritten and what replaces it."""
+
+    fingerprints: dict[str, str]
+    changed: set[str]          # origins extracted anew
+    removed: set[str]          # origins gone (deleted documents)
+    rewrite: set[str]          # every origin whose edges go, cross-source ones included
+    nodes: list[Node]          # nodes the new edges touch
+    edges: list[Edge]
+    previous: frozenset[str]   # origins the last run wrote
+
+    def counts(self) -> ItemCounts:
+        return ItemCounts(new=len(self.changed - self.previous),
+                          changed=len(self.changed & self.previous),
+                          unchanged=len(self.fingerprints) - len(self.changed),
+                          deleted=len(self.removed))
+
+
+def plan_update(extracted: SourceGraph, inferred: list[Edge], fingerprints: dict[str, str],
+                previous: dict[str, str], store_in_sync: bool) -> GraphUpdate:
+    """Origins whose fingerprint moved (all of them when the store lost track), those gone,
+    and the nodes and edges that replace them. Cross-source edges of rewritten documents go
+    too (their evidence may have moved); cross-source linking adds them back."""
+    changed = {origin for origin, fingerprint in fingerprints.items()
+               if not store_in_sync or previous.get(origin) != fingerprint}
+    removed = set(previous) - set(fingerprints)
+    rewrite = changed | removed
+    rewrite |= {CROSS_ORIGIN_PREFIX + origin for origin in rewrite}
+    edges = [edge for edge in (*extracted.edges, *inferred) if edge.origin in changed]
+    endpoints = {edge.src for edge in edges} | {edge.dst for edge in edges} | changed
+    return GraphUpdate(fingerprints, changed, removed, rewrite,
+                       [node for node in extracted.nodes if node.key in endpoints], edges,
+                       frozenset(previous))
+
+
+def apply_to_store(store: GraphStore, update: GraphUpdate) -> int:
+    """Write the update to the graph store; the number of dangling edges it holds after."""
+    store.apply(removed_origins=update.rewrite, nodes=update.nodes, edges=update.edges,
+                removed_documents=update.removed)
+    return store.dangling_edges()
+
+
+def edge_row(edge: Edge) -> dict:
+    return {"edge_key": edge.key, "source": edge.source, "origin": edge.origin,
+            "src": edge.src, "dst": edge.dst, "relation": edge.relation,
+            "confidence": edge.confidence, "extractor": edge.extractor,
+            "evidence": list(edge.evidence), "evidence_text": edge.evidence_text,
+            "weight": edge.weight}
+
+
+def _rows(items, changed: set[str]) -> list[dict]:
+    return [vars(item) for item in items if item.origin in changed]
+
+
+def write_tables(conn: duckdb.DuckDBPyConnection, source: str, extracted: SourceGraph,
+                 update: GraphUpdate, first_seen: dict[str, datetime], now: datetime) -> dict:
+    """Rewrite the changed origins' rows, refresh the source's nodes, drop cross-source
+    edges that lost an end; the source's stored totals after it."""
+    node_rows = [{"source": source, "node_key": n.key, "type": n.type, "title": n.title,
+                  "node_source": n.source, "properties": json.dumps(n.properties, default=str),
+                  "first_seen": first_seen.get(n.key, now), "last_seen": now}
+                 for n in extracted.nodes]
+    for table, rows in (
+        ("graph_edges", [edge_row(edge) for edge in update.edges]),
+        ("graph_references", _rows(extracted.references, update.changed)),
+        ("graph_broken_links", _rows(extracted.broken, update.changed)),
+        ("chunk_mentions", _rows(extracted.mentions, update.changed)),
+        ("graph_origins", [{"source": source, "origin": origin, "fingerprint": fingerprint,
+                            "extracted_at": now}
+                           for origin, fingerprint in update.fingerprints.items()
+                           if origin in update.changed]),
+    ):
+        tables.replace_rows(conn, table, source=source, remove_paths=update.rewrite,
+                            rows=tables.frame(table, rows), key_column="origin")
+    tables.replace_rows(conn, "graph_nodes", source=source, remove_paths=None,
+                        rows=tables.frame("graph_nodes", node_rows))
+    # as in the graph store, a node that is gone (a removed ticket, commit or file) takes the
+    # cross-source edges touching it; cross-source linking resolves them again
+    conn.execute("DELETE FROM graph_edges WHERE extractor = ? AND NOT ("
+                 "src IN (SELECT node_key FROM graph_nodes) "
+                 "AND dst IN (SELECT node_key FROM graph_nodes))", [CROSS_EXTRACTOR])
+    edges, broken = conn.execute(
+        "SELECT (SELECT count(*) FROM graph_edges WHERE source = $1), "
+        "(SELECT count(*) FROM graph_broken_links WHERE source = $1)", [source]).fetchone()
+    by_relation = dict(conn.execute(
+        "SELECT relation, count(*) FROM graph_edges WHERE source = ? GROUP BY relation "
+        "ORDER BY relation", [source]).fetchall())
+    return {"edges": edges, "broken_links": broken, "edges_by_relation": by_relation}

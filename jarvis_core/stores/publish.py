@@ -1,0 +1,64 @@
+"""Publishing a serving version: a consistent copy of the tables, vectors, graph and keyword
+index, made visible to query processes atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from jarvis_core.stores import serving
+from jarvis_core.text.query_model import place_query_model
+
+if TYPE_CHECKING:
+    from jarvis_core.stores.graph.sqlite import SqliteGraphStore
+    from jarvis_core.stores.keyword import KeywordIndex
+    from jarvis_core.stores.vectors.base import VectorStore
+
+
+@dataclass(frozen=True)
+class Publication:
+    version: serving.PublishedVersion
+    chunks: int
+    vectors_by_source: dict[str, int]
+
+
+def publish_version(connect: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
+                    data_dir: Path, vectors: VectorStore, graph: SqliteGraphStore | None,
+                    keyword: KeywordIndex, graph_backend: str,
+                    query_model: Path | None = None) -> Publication:
+    """Copy every store into a staging version and commit it; a failure leaves nothing
+    behind and the current version untouched. ``graph`` is None when the graph lives in a
+    server (Neo4j), which readers query directly; so are vectors in a Qdrant server. The
+    tables' connection (from ``connect``) is held only while they are copied. A version
+    carries ``query_model`` (the exported encoder) when there is one."""
+    name, staging = serving.begin_version(data_dir)
+    try:
+        with connect() as conn:
+            serving.copy_tables(conn, staging, serving.SERVING_TABLES, serving.SERVING_INDEXES)
+            chunk_count, chunks_hash = conn.execute(
+                "SELECT count(*), md5(coalesce(string_agg(chunk_id, ',' ORDER BY chunk_id), "
+                "'')) FROM chunks").fetchone()
+        vector_counts = vectors.counts_by_source()
+        if vectors.backend == "edge":
+            vectors.publish_copy(staging / serving.VECTORS_DIR)
+        if graph is not None:
+            graph.publish_copy(staging / serving.GRAPH_FILE)
+        keyword_counts = keyword.counts()
+        keyword.publish_copy(staging / serving.KEYWORD_DIR)
+        encoder = place_query_model(query_model, staging) if query_model else None
+        version = serving.commit_version(data_dir, name, staging, {
+            "model": vectors.model, "dimension": vectors.dimension,
+            "vector_backend": vectors.backend,
+            "collection": vectors.collection, "graph_backend": graph_backend,
+            "chunks": chunk_count, "chunks_hash": chunks_hash, "vectors": vector_counts,
+            "keyword": keyword_counts, "encoder": encoder,
+        })
+    except BaseException:
+        serving.abandon_version(staging)
+        raise
+    return Publication(version, chunk_count, vector_counts)

@@ -1,0 +1,381 @@
+"""Export a sentence-transformers model once, so that queries are encoded without torch.
+
+The whole sentence pipeline (transformer, pooling, any dense layers, normalisation) becomes
+one ONNX graph that returns the sentence embedding, next to the model's fast tokenizer set
+up with the model's own truncation and padding, its query prompt and a manifest. The
+directory is all that ``jarvis_core.text.query_encoder.QueryEncoder`` needs (onnxruntime and
+tokenizers, no torch). An export is kept only after it has been checked against the model
+itself: identical token ids and a cosine of at least ``MIN_COSINE`` on probe texts.
+
+Exporting imports torch and sentence-transformers (it runs where the vectors are made);
+checking whether ``dest`` already holds the export of an unchanged model imports neither.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+from pathlib import Path
+
+import numpy as np
+
+from jarvis_core.text.embedder import QUERY_PROMPT_NAMES
+from jarvis_core.text.query_encoder import (
+    FORMAT_VERSION,
+    MANIFEST_NAME,
+    MODEL_FILE,
+    OUTPUT_NAME,
+    TOKENIZER_FIELDS,
+    TOKENIZER_FILE,
+    QueryEncoder,
+)
+from jarvis_core.text.tokens import resolve_model_dir
+
+logger = logging.getLogger(__name__)
+
+# A query vector must point where the model's own would, far within what changes a ranking.
+MIN_COSINE = 0.99999
+OPSET = 18
+# The weights sit beside the graph: onnxruntime maps them instead of parsing them out of the
+# protobuf (session load 0.16 -> 0.07 s CPU for all-MiniLM-L6-v2), and no 2 GiB limit.
+WEIGHTS_FILE = "model.onnx.data"
+# Versions that change what an export holds; a new one gives a new cache key.
+EXPORT_PACKAGES = ("torch", "transformers", "sentence-transformers", "onnx", "onnxscript",
+                   "tokenizers")
+TORCHSCRIPT = "torchscript"
+DYNAMO = "dynamo"
+# The traced example must pad one row: a trace of an unpadded batch may leave the mask out.
+EXAMPLE_TEXTS = ("A first example.",
+                 "And a second, much longer example sentence, so that the batch is padded.")
+
+
+class ExportError(RuntimeError):
+    """The model cannot be exported for the light query path (the reason is in the message);
+    queries then need the full embedder."""
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    directory: Path
+    model: str
+    key: str  # from the model's files and the exporter versions: equal keys, equal exports
+    dimension: int
+    max_seq_length: int
+    exporter: str  # TORCHSCRIPT or DYNAMO
+    reused: bool  # True when ``directory`` already held this export and nothing was done
+    seconds: float
+    size_bytes: int
+
+
+def export_query_model(model: str | Path, dest: Path) -> ExportResult:
+    """Export ``model`` (a name, a Hugging Face id in the local cache, or a directory) into
+    ``dest``, unless ``dest`` already holds the export of the same model files made with the
+    same library versions. ``dest`` is replaced atomically, never left half-written.
+
+    Raises ExportError with the reason when the model cannot be exported (queries then need
+    the full embedder), and ModelNotFoundError when it is not on this machine at all."""
+    started = time.perf_counter()
+    name = str(model)
+    model_dir = resolve_model_dir(name)
+    key = export_key(name, model_dir)
+    dest = Path(dest)
+    manifest = _manifest_if_current(dest, key)
+    if manifest is None:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.exporting-", dir=dest.parent))
+        staging.chmod(0o755)  # mkdtemp's 0700 would hide the published copy from other users
+        try:
+            manifest = _export(name, model_dir, key, staging)
+            _replace_directory(staging, dest, key)
+        except ExportError:
+            raise
+        except Exception as exc:  # torch, sentence-transformers, onnx or the disk: no export
+            raise ExportError(f"model {name!r} could not be exported into {dest}: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        reused = False
+        logger.info("query model %r exported with the %s exporter into %s in %.1f s",
+                    name, manifest["exporter"]["method"], dest, time.perf_counter() - started)
+    else:
+        reused = True
+    return ExportResult(
+        directory=dest, model=name, key=key, dimension=manifest["dimension"],
+        max_seq_length=manifest["max_seq_length"], exporter=manifest["exporter"]["method"],
+        reused=reused, seconds=time.perf_counter() - started,
+        size_bytes=sum(entry["bytes"] for entry in manifest["files"].values()),
+    )
+
+
+def export_key(model: str, model_dir: Path) -> str:
+    """Names the export of ``model`` as it is on disk: the content of every file of the
+    model (hidden ones, such as download metadata, aside) and the exporting libraries."""
+    digest = hashlib.sha256(f"jarvis-query-model-{FORMAT_VERSION}\0{model}".encode())
+    for package in EXPORT_PACKAGES:
+        digest.update(f"\0{package}={_installed_version(package)}".encode())
+    for path in sorted(model_dir.rglob("*")):
+        relative = path.relative_to(model_dir)
+        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
+            digest.update(f"\0{relative.as_posix()}\0{_file_sha256(path)}".encode())
+    readable_name = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(model).name)
+    return f"{readable_name}-{digest.hexdigest()[:16]}"
+
+
+def _installed_version(package: str) -> str:
+    try:
+        return package_version(package)
+    except PackageNotFoundError:
+        return "absent"
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while block := stream.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _manifest_if_current(dest: Path, key: str) -> dict | None:
+    """The manifest of ``dest`` when it is a complete export with ``key``, else None."""
+    try:
+        manifest = json.loads((dest / MANIFEST_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+    if manifest.get("key") != key or manifest.get("format") != FORMAT_VERSION:
+        return None
+    for file_name, entry in manifest.get("files", {}).items():
+        path = dest / file_name
+        if not path.is_file() or path.stat().st_size != entry["bytes"]:
+            return None
+    return manifest
+
+
+def _replace_directory(staging: Path, dest: Path, key: str) -> None:
+    """Put the finished export in place of whatever ``dest`` held."""
+    if dest.exists():
+        retired = Path(tempfile.mkdtemp(prefix=f".{dest.name}.retired-", dir=dest.parent))
+        try:
+            os.replace(dest, retired / dest.name)
+        except FileNotFoundError:  # a concurrent export moved it first
+            pass
+        shutil.rmtree(retired, ignore_errors=True)
+    try:
+        os.replace(staging, dest)
+    except OSError:
+        if _manifest_if_current(dest, key) is None:  # else a concurrent export got there first
+            raise
+
+
+def _export(model: str, model_dir: Path, key: str, target: Path) -> dict:
+    sentence_model = _load_sentence_model(model, model_dir)
+    query_prompt = next((sentence_model.prompts[name] for name in QUERY_PROMPT_NAMES
+                         if name in sentence_model.prompts), "")
+    _check_supported(model, sentence_model, query_prompt)
+    max_seq_length = sentence_model.max_seq_length
+    dimension = sentence_model.get_embedding_dimension()
+    if not max_seq_length or not dimension:
+        raise ExportError(f"model {model!r} reports no max_seq_length or no embedding dimension")
+    tokenizer = _runtime_tokenizer(model, sentence_model, max_seq_length)
+    tokenizer.save(str(target / TOKENIZER_FILE), pretty=False)
+
+    problems = []
+    for method in (TORCHSCRIPT, DYNAMO):
+        try:
+            _export_graph(method, sentence_model, target)
+            _write_manifest(target, model, key, method, dimension, max_seq_length, query_prompt)
+            min_cosine = _check_against_model(model, sentence_model, query_prompt, target)
+        except ExportError as exc:
+            problems.append(f"{method} exporter: {exc}")
+        except Exception as exc:  # any failure inside torch's exporters means the same here
+            problems.append(f"{method} exporter: {type(exc).__name__}: {exc}")
+        else:
+            logger.info("query model %r: the %s export matches the model (min cosine %.7f)",
+                        model, method, min_cosine)
+            return json.loads((target / MANIFEST_NAME).read_text())
+        for path in target.iterdir():
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.name != TOKENIZER_FILE:
+                path.unlink()
+    raise ExportError(f"model {model!r} could not be exported: " + "; ".join(problems))
+
+
+def _load_sentence_model(model: str, model_dir: Path):
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    try:
+        return SentenceTransformer(str(model_dir), device="cpu", local_files_only=True).eval()
+    except Exception as exc:  # any failure inside the library means the same to the user
+        raise ExportError(f"model {model!r} could not be loaded from {model_dir}: {exc}") from exc
+
+
+def _check_supported(model: str, sentence_model, query_prompt: str) -> None:
+    """Refuse, with the reason, what a graph fed with token ids alone cannot reproduce."""
+    if "message" in getattr(sentence_model[0], "modality_config", {}):
+        raise ExportError(f"model {model!r} renders text through a chat template")
+    if query_prompt and any(getattr(module, "include_prompt", True) is False
+                            for module in sentence_model):
+        raise ExportError(f"model {model!r} leaves its query prompt out of the pooling")
+    features = sentence_model.preprocess(list(EXAMPLE_TEXTS))
+    unknown = sorted(name for name, value in features.items()
+                     if hasattr(value, "shape") and name not in TOKENIZER_FIELDS)
+    if unknown:
+        raise ExportError(f"model {model!r} reads features a tokenizer alone does not give: "
+                          f"{', '.join(unknown)}")
+
+
+def _runtime_tokenizer(model: str, sentence_model, max_seq_length: int):
+    """The model's fast tokenizer, cutting and padding as sentence-transformers makes it."""
+    from tokenizers import Tokenizer
+
+    hf_tokenizer = sentence_model.tokenizer
+    backend = getattr(hf_tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        raise ExportError(f"model {model!r} has no fast (tokenizers) tokenizer")
+    if hf_tokenizer.pad_token_id is None:
+        raise ExportError(f"model {model!r}: its tokenizer has no padding token")
+    tokenizer = Tokenizer.from_str(backend.to_str())
+    tokenizer.enable_truncation(max_seq_length, strategy="longest_first",
+                                direction=hf_tokenizer.truncation_side)
+    tokenizer.enable_padding(direction=hf_tokenizer.padding_side,
+                             pad_id=hf_tokenizer.pad_token_id,
+                             pad_type_id=hf_tokenizer.pad_token_type_id,
+                             pad_token=hf_tokenizer.pad_token)
+    return tokenizer
+
+
+def _export_graph(method: str, sentence_model, target: Path) -> None:
+    """Write the graph from token features to the sentence embedding, for any batch size and
+    sequence length, as MODEL_FILE with its weights in WEIGHTS_FILE."""
+    import onnx
+    import torch
+
+    example = sentence_model.preprocess(list(EXAMPLE_TEXTS))
+    names = [name for name, value in example.items() if isinstance(value, torch.Tensor)]
+    constants = {name: value for name, value in example.items() if name not in names}
+
+    class SentenceEmbedding(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sentence_model = sentence_model
+
+        def forward(self, *tensors):
+            features = {**constants, **dict(zip(names, tensors, strict=True))}
+            return self.sentence_model(features)["sentence_embedding"]
+
+    arguments = tuple(example[name] for name in names)
+    scratch = target / "exporter-output"  # each exporter lays out large weights its own way
+    scratch.mkdir()
+    with torch.no_grad(), warnings.catch_warnings(), _quiet_logger("torch.onnx"):
+        warnings.simplefilter("ignore")  # deprecation and tracer notes on frozen branches
+        if method == TORCHSCRIPT:
+            torch.onnx.export(
+                SentenceEmbedding().eval(), arguments, str(scratch / MODEL_FILE), dynamo=False,
+                input_names=names, output_names=[OUTPUT_NAME], opset_version=OPSET,
+                dynamic_axes={**{name: {0: "batch", 1: "sequence"} for name in names},
+                              OUTPUT_NAME: {0: "batch"}},
+            )
+        else:
+            dynamic = {0: torch.export.Dim.DYNAMIC, 1: torch.export.Dim.DYNAMIC}
+            torch.onnx.export(
+                SentenceEmbedding().eval(), arguments, str(scratch / MODEL_FILE), dynamo=True,
+                verbose=False, input_names=names, output_names=[OUTPUT_NAME],
+                opset_version=OPSET, dynamic_shapes={"tensors": tuple(dynamic for _ in names)},
+                external_data=True,
+            )
+    onnx.save_model(onnx.load(str(scratch / MODEL_FILE)), str(target / MODEL_FILE),
+                    save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=WEIGHTS_FILE)
+    (target / WEIGHTS_FILE).chmod(0o644)  # onnx writes it private
+    shutil.rmtree(scratch)
+
+
+@contextmanager
+def _quiet_logger(name: str):
+    """Silence a library's warnings for a moment (the dynamo exporter lists the torchvision
+    operators it skips on every export)."""
+    library_logger = logging.getLogger(name)
+    level = library_logger.level
+    library_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        library_logger.setLevel(level)
+
+
+def _write_manifest(target: Path, model: str, key: str, method: str, dimension: int,
+                    max_seq_length: int, query_prompt: str) -> None:
+    files = {
+        path.name: {"bytes": path.stat().st_size, "sha256": _file_sha256(path)}
+        for path in sorted(target.iterdir()) if path.name != MANIFEST_NAME
+    }
+    manifest = {
+        "format": FORMAT_VERSION,
+        "model": model,
+        "key": key,
+        "dimension": dimension,
+        "max_seq_length": max_seq_length,
+        "query_prompt": query_prompt,
+        "output": OUTPUT_NAME,
+        "files": files,
+        "exporter": {"method": method, "opset": OPSET,
+                     **{package: _installed_version(package) for package in EXPORT_PACKAGES}},
+    }
+    (target / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def _probe_texts(max_seq_length: int) -> list[str]:
+    """Texts that exercise the tokenizer and the graph: the shortest input, punctuation,
+    accents, scripts beyond Latin, odd whitespace and a text longer than the model reads."""
+    too_long = " ".join(f"word{index} and more" for index in range(max_seq_length))
+    return [
+        "",
+        "Lunch?",
+        "How does the ingest pipeline retry failed uploads after a timeout?",
+        "Café naïve façade — ÉCOLE Straße; emoji 🚀, CJK 日本語の文章, Cyrillic текст.",
+        "  leading\tand trailing whitespace\nacross lines  ",
+        too_long,
+    ]
+
+
+def _check_against_model(model: str, sentence_model, query_prompt: str, target: Path) -> float:
+    """Load the export as queries will and compare it with the model itself: token features
+    identical, and every vector within MIN_COSINE, one text at a time and batched."""
+    import torch
+
+    encoder = QueryEncoder.load(target)
+    probes = _probe_texts(encoder.max_seq_length)
+    batches = [[probe] for probe in probes] + [probes]
+    for batch in batches:
+        expected = sentence_model.preprocess(batch, prompt=query_prompt)
+        actual = encoder.tokenize(batch)
+        for name, values in actual.items():
+            if not np.array_equal(values, expected[name].numpy()):
+                raise ExportError(f"the tokenizers library gives other {name} than the model "
+                                  f"for {batch[0][:40]!r}")
+    min_cosine = 1.0
+    with torch.no_grad():
+        for batch in batches:
+            reference = sentence_model.encode(batch, prompt=query_prompt, batch_size=len(batch),
+                                              convert_to_numpy=True, normalize_embeddings=True,
+                                              show_progress_bar=False)
+            cosines = np.sum(encoder.encode(batch) * reference, axis=1)
+            min_cosine = min(min_cosine, float(cosines.min()))
+    if not min_cosine >= MIN_COSINE:
+        raise ExportError(f"the exported graph's vectors differ from the model's "
+                          f"(min cosine {min_cosine:.6f} < {MIN_COSINE})")
+    return min_cosine

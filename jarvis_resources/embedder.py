@@ -1,0 +1,66 @@
+"""The embedding model, loaded only by the steps that embed."""
+
+from dagster import ConfigurableResource
+from pydantic import PrivateAttr
+
+from jarvis_core.text.tokens import model_dimension
+from jarvis_resources.config import JarvisConfigResource
+
+
+class EmbedderResource(ConfigurableResource):
+    """The configured sentence-transformers model: its name and dimension are read from the
+    model's files, the weights are loaded once per run process when a step embeds."""
+
+    jarvis: JarvisConfigResource
+
+    _embedder = PrivateAttr(default=None)
+    _cache = PrivateAttr(default=None)
+
+    @property
+    def model(self) -> str:
+        return self.jarvis.load().embedding.model
+
+    @property
+    def dimension(self) -> int:
+        return model_dimension(self.model) or self.get().dimension
+
+    @property
+    def cache_hits(self) -> int:
+        """Texts this run took from the embedding cache instead of the model."""
+        return self._cache.hits if self._cache is not None else 0
+
+    @property
+    def backend(self) -> str | None:
+        """The backend the loaded model runs on; None while nothing needed it."""
+        return self._embedder.backend if self._embedder is not None else None
+
+    def embed(self, texts: list[str]):
+        """Embed chunks; with ``embedding.cache`` texts embedded before come from the cache
+        and the model is loaded only for the others."""
+        settings = self.jarvis.load().embedding
+        if not settings.cache:
+            return self.get().embed(texts)
+        if self._cache is None:
+            from jarvis_core.text.embedding_cache import CachedEmbedder, model_identity
+
+            identity = model_identity(settings.model, settings.backend)
+            self._cache = CachedEmbedder(
+                self.jarvis.load().cache_dir / "embeddings" / f"{identity}.sqlite", self.get)
+        return self._cache.embed(texts)
+
+    def teardown_after_execution(self, context) -> None:
+        if self._cache is not None:
+            self._cache.close()
+
+    def get(self):
+        """The loaded model (jarvis_core.text.embedder.Embedder)."""
+        if self._embedder is None:
+            from jarvis_core.text.embedder import shared_embedder
+
+            config = self.jarvis.load()
+            settings = config.embedding
+            self._embedder = shared_embedder(settings.model, device=settings.device,
+                                             batch_size=settings.batch_size,
+                                             backend=settings.backend,
+                                             cache_dir=config.cache_dir)
+        return self._embedder

@@ -1,0 +1,39 @@
+"""The graph store the query side searches: embedded SQLite, or Neo4j by URI."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from dagster import ConfigurableResource
+
+from jarvis_core.stores.graph.base import GraphStore
+from jarvis_resources.config import JarvisConfigResource
+
+
+class GraphStoreResource(ConfigurableResource):
+    """An embedded SQLite store under the data directory by default, Neo4j when $NEO4J_URI is
+    set. DuckDB's graph tables stay the source of truth."""
+
+    jarvis: JarvisConfigResource
+
+    @property
+    def backend(self) -> str:
+        return "neo4j" if self.jarvis.load().environment.neo4j_uri else "embedded"
+
+    @contextmanager
+    def open(self) -> Iterator[GraphStore]:
+        config = self.jarvis.load()
+        environment = config.environment
+        if environment.neo4j_uri:
+            from jarvis_core.stores.graph.neo4j import Neo4jGraphStore
+
+            store = Neo4jGraphStore(environment.neo4j_uri, environment.neo4j_user,
+                                    environment.neo4j_password)
+        else:
+            from jarvis_core.stores.graph.sqlite import SqliteGraphStore
+
+            config.graph_path.parent.mkdir(parents=True, exist_ok=True)
+            store = SqliteGraphStore(config.graph_path)
+        try:
+            yield store
+        finally:
+            store.close()

@@ -1,0 +1,28 @@
+"""``jarvis bench query`` on a small corpus: every tool is timed through the real query path
+and the figures come back in the documented shape."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from jarvis_cli.main import cli
+from tests.pipeline_helpers import write_config
+
+
+@pytest.mark.slow
+def test_bench_query_times_every_tool(tmp_path, sample_vault):
+    config = write_config(tmp_path / "project", {"sample": sample_vault})
+    result = CliRunner().invoke(cli, ["--config", str(config.config_path), "bench", "query",
+                                      "--chunks", "2000", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["chunks"] == 2000 and data["notes"] == 400
+    assert set(data["tools"]) == {"keyword", "keyword_names", "semantic", "hybrid",
+                                  "graph_depth_2", "graphrag"}
+    for figures in data["tools"].values():
+        assert 0 < figures["p50_ms"] <= figures["p95_ms"]
+    assert data["tools"]["graphrag"]["goal_p50_ms"] == 300
+    small = CliRunner().invoke(cli, ["--config", str(config.config_path), "bench", "query",
+                                     "--chunks", "10"])
+    assert small.exit_code != 0 and "--chunks: at least 1000" in small.output

@@ -1,0 +1,48 @@
+"""The change sensors against a serving version a real refresh published: a daemon with no
+cursor requests nothing for sources already published, and a touched but identical file
+requests nothing (what the sensor tests' hand-published versions stand for, checked once)."""
+
+import os
+
+import dagster as dg
+import pytest
+
+from jarvis_assets.partitions import source_partitions
+from jarvis_cli.refresh import run_refresh
+from sensors.export_changes import ticket_exports_sensor
+from sensors.repo_changes import repo_changes_sensor
+from sensors.vault_changes import vault_changes_sensor
+from tests.dagster.sensor_helpers import (
+    NOTE,
+    make_export,
+    make_repo,
+    make_vault,
+    tick,
+    write_config,
+)
+
+
+@pytest.mark.slow
+def test_after_a_refresh_an_empty_cursor_compares_with_the_published_version(tmp_path):
+    vault = make_vault(tmp_path / "vault")
+    exports = make_export(tmp_path / "issues")
+    config = write_config(tmp_path / "project", {"notes": vault},
+                          repos={"code": str(make_repo(tmp_path / "code"))},
+                          tickets={"issues": {"path": str(exports), "repo": "acme/lumen"}})
+    assert run_refresh(config)["ok"]
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions(source_partitions.name, ["code", "issues", "notes"])
+        for sensor in (vault_changes_sensor, repo_changes_sensor, ticket_exports_sensor):
+            assert not tick(sensor, config, instance).run_requests, sensor.name
+
+        notes = tick(vault_changes_sensor, config, instance)
+        issues = exports / "issues.json"
+        for path in (vault / NOTE, issues):
+            path.write_bytes(path.read_bytes())
+            os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+        assert not tick(vault_changes_sensor, config, instance, notes.cursor).run_requests
+        assert not tick(ticket_exports_sensor, config, instance).run_requests
+
+        issues.write_text(issues.read_text().replace("\"title\": \"", "\"title\": \"Edited: ", 1))
+        [request] = tick(ticket_exports_sensor, config, instance).run_requests
+        assert request.tags["jarvis/changed_paths"] == "issues.json"

@@ -1,0 +1,51 @@
+"""Helpers for tests that run the pipeline: configurations on disk, a per-source refresh run,
+and what a run reported."""
+
+from pathlib import Path
+
+import dagster as dg
+import yaml
+
+from jarvis_assets.jobs import refresh_sources_job
+from jarvis_assets.partitions import source_partitions
+from jarvis_core.config import JarvisConfig, load_config
+from jarvis_core.stores.tables import read_only
+from jarvis_definitions import build_definitions
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_VAULT = PROJECT_ROOT / "sample_data" / "vault"
+
+
+def write_config(directory: Path, vaults: dict[str, Path], **settings) -> JarvisConfig:
+    """A jarvis.yaml in ``directory`` naming ``vaults``, with stores under directory/data."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "jarvis.yaml"
+    body = {"data_dir": "data", "vaults": {name: str(p) for name, p in vaults.items()},
+            **settings}
+    path.write_text(yaml.safe_dump(body))
+    return load_config(path)
+
+
+def run(config, source: str, instance: dg.DagsterInstance,
+        raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
+    """The refresh job for one source partition, as `jarvis refresh` runs it."""
+    if source not in instance.get_dynamic_partitions(source_partitions.name):
+        instance.add_dynamic_partitions(source_partitions.name, [source])
+    job = build_definitions(config).resolve_job_def(refresh_sources_job.name)
+    return job.execute_in_process(partition_key=source, instance=instance,
+                                  raise_on_error=raise_on_error)
+
+
+def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
+    [materialization] = result.asset_materializations_for_node(asset)
+    return {key: value.value for key, value in materialization.metadata.items()}
+
+
+def checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
+    return {evaluation.check_name: evaluation
+            for evaluation in result.get_asset_check_evaluations()}
+
+
+def rows(config, sql: str, params=None) -> list[tuple]:
+    with read_only(config.duckdb_path) as conn:
+        return conn.execute(sql, params or []).fetchall()

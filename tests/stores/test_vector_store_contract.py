@@ -1,0 +1,429 @@
+"""One contract for every vector store backend: Qdrant Edge always, a Qdrant server when
+QDRANT_URL names one (QDRANT_API_KEY optional). Small vectors keep the suite fast; the Edge
+locking and publishing tests run real second processes, as the pipeline and readers do."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jarvis_core.stores.vectors.base import (
+    VectorPoint,
+    VectorStoreBusy,
+    VectorStoreError,
+    VectorStoreMismatch,
+    collection_name,
+    point_id,
+)
+from jarvis_core.stores.vectors.edge import EdgeVectorStore
+from jarvis_core.stores.vectors.filters import VectorFilter
+from jarvis_core.stores.vectors.server import QdrantServerVectorStore
+
+DIM = 8
+MODEL = "test/model-a"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def cid(number: int) -> str:
+    return f"{number:032x}"
+
+
+def vec(*head: float) -> np.ndarray:
+    """A DIM-long vector starting with ``head``: easy to reason about cosine scores."""
+    vector = np.zeros(DIM, dtype=np.float32)
+    vector[:len(head)] = head
+    return vector
+
+
+def start_python(code: str) -> subprocess.Popen:
+    """A fresh interpreter, as a second pipeline run or a query process would be."""
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=PROJECT_ROOT, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+
+
+@pytest.fixture(params=["edge", "server"])
+def backend(request) -> str:
+    if request.param == "server" and not os.environ.get("QDRANT_URL"):
+        pytest.skip("QDRANT_URL not set: no Qdrant server to test against")
+    return request.param
+
+
+@pytest.fixture
+def open_store(backend, tmp_path):
+    """Opens the test's one collection (again) for a model and dimension; closes everything
+    it opened and, on a server, drops the collection afterwards."""
+    name = f"jarvis_test_{uuid.uuid4().hex}"
+    opened = []
+
+    def factory(model: str = MODEL, dimension: int = DIM):
+        if backend == "edge":
+            store = EdgeVectorStore(tmp_path / "vectors", name, dimension, model)
+        else:
+            store = QdrantServerVectorStore(os.environ["QDRANT_URL"],
+                                            os.environ.get("QDRANT_API_KEY"), name, dimension,
+                                            model)
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        store.close()
+    if backend == "server":
+        from qdrant_client import QdrantClient
+
+        client = QdrantClient(url=os.environ["QDRANT_URL"],
+                              api_key=os.environ.get("QDRANT_API_KEY"))
+        if client.collection_exists(name):
+            client.delete_collection(name)
+        client.close()
+
+
+@pytest.fixture
+def store(open_store):
+    return open_store()
+
+
+def ids(hits) -> list[str]:
+    return [hit.chunk_id for hit in hits]
+
+
+# -- writing and searching -------------------------------------------------------------------
+
+
+def test_search_returns_nearest_first_with_payload(store):
+    store.upsert([
+        VectorPoint(cid(1), vec(1, 0), {"source": "work", "title": "exact"}),
+        VectorPoint(cid(2), vec(1, 1), {"source": "work", "title": "diagonal"}),
+        VectorPoint(cid(3), vec(0, 1), {"source": "home", "title": "orthogonal"}),
+    ])
+    hits = store.search(vec(2, 0), limit=3)
+    assert ids(hits) == [cid(1), cid(2), cid(3)]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-6)
+    assert hits[1].score == pytest.approx(2 ** -0.5, abs=1e-6)
+    assert hits[0].payload == {"source": "work", "title": "exact", "chunk_id": cid(1)}
+
+
+def test_equal_scores_are_ordered_by_chunk_id_even_across_the_limit(store):
+    tied = [9, 3, 7, 1, 5, 2]
+    store.upsert([VectorPoint(cid(n), vec(1, 1), {}) for n in tied])
+    store.upsert([VectorPoint(cid(40), vec(1, 0.9), {})])
+    assert ids(store.search(vec(1, 1), limit=4)) == [cid(1), cid(2), cid(3), cid(5)]
+    assert ids(store.search(vec(1, 0.9), limit=3)) == [cid(40), cid(1), cid(2)]
+
+
+def test_upsert_of_the_same_chunk_replaces_it(store):
+    store.upsert([VectorPoint(cid(1), vec(1, 0), {"title": "old"})])
+    store.upsert([VectorPoint(cid(1), vec(0, 1), {"title": "new"})])
+    store.upsert([VectorPoint(cid(2), vec(1, 0), {"title": "first"}),
+                  VectorPoint(cid(2), vec(1, 0), {"title": "last in the batch wins"})])
+    assert store.count() == 2
+    hits = store.search(vec(0, 1), limit=10)
+    assert [(hit.chunk_id, hit.payload["title"]) for hit in hits] == [
+        (cid(1), "new"), (cid(2), "last in the batch wins")]
+    np.testing.assert_allclose(store.vectors([cid(1)])[cid(1)], vec(0, 1), atol=1e-6)
+
+
+def test_delete_removes_points_and_ignores_missing_ids(store):
+    store.upsert([VectorPoint(cid(n), vec(1, n), {"source": "work"}) for n in range(1, 5)])
+    store.delete([cid(2), cid(3), cid(99)])
+    store.delete([])
+    assert store.chunk_ids() == {cid(1), cid(4)}
+    assert cid(2) not in ids(store.search(vec(1, 2), limit=10))
+
+
+def test_chunk_ids_and_count_with_and_without_source(store):
+    store.upsert([VectorPoint(cid(n), vec(1, n), {"source": "work" if n % 3 else "home"})
+                  for n in range(1, 10)])
+    assert store.chunk_ids() == {cid(n) for n in range(1, 10)}
+    assert store.chunk_ids("home") == {cid(3), cid(6), cid(9)}
+    assert store.chunk_ids("nowhere") == set()
+    assert (store.count(), store.count("work"), store.count("nowhere")) == (9, 6, 0)
+
+
+def test_chunk_ids_pages_through_more_than_one_scroll_page(store, monkeypatch):
+    for backend in ("edge", "server"):
+        monkeypatch.setattr(f"jarvis_core.stores.vectors.{backend}.SCROLL_PAGE", 7)
+    store.upsert([VectorPoint(cid(n), vec(1, n), {"source": "work"}) for n in range(1, 31)])
+    assert store.chunk_ids("work") == {cid(n) for n in range(1, 31)}
+
+
+def test_counts_by_source(store):
+    assert store.counts_by_source() == {}
+    store.upsert([VectorPoint(cid(n), vec(1, n), {"source": ["a", "b", "b", "c"][n % 4]})
+                  for n in range(8)])
+    store.upsert([VectorPoint(cid(100), vec(1, 0), {})])
+    assert store.counts_by_source() == {"a": 2, "b": 4, "c": 2}
+
+
+def test_vectors_are_returned_unit_length_by_chunk_id(store):
+    store.upsert([VectorPoint(cid(1), vec(3, 4), {}), VectorPoint(cid(2), vec(0, 2), {})])
+    found = store.vectors([cid(1), cid(2), cid(99)])
+    assert set(found) == {cid(1), cid(2)}
+    np.testing.assert_allclose(found[cid(1)], vec(0.6, 0.8), atol=1e-6)
+    assert store.vectors([]) == {}
+
+
+# -- filters -------------------------------------------------------------------------------
+
+FILTER_ROWS = [  # (n, source, source_type, tags, modified_at)
+    (1, "work", "note", ["python", "ml"], "2024-01-01T00:00:00+00:00"),
+    (2, "work", "note", ["python"], "2024-02-01T12:00:00+00:00"),
+    (3, "work", "code", [], "2024-03-01T00:00:00+00:00"),
+    (4, "home", "note", ["ml", "garden"], "2024-02-15T00:00:00+00:00"),
+    (5, "home", "ticket", ["garden"], None),
+    (6, "archive", "note", ["python"], "2023-12-31T23:59:59+00:00"),
+    (7, "home", "code", ["ml"], "2024-02-01T13:00:00+01:00"),  # = 12:00 UTC
+]
+
+
+def _matches(row, *, sources=None, source_types=None, tags_any=None, start=None, end=None):
+    """The filter semantics spelled out in Python: the oracle for the stores' answers."""
+    _, source, source_type, tags, modified = row
+    when = modified and datetime.fromisoformat(modified)
+    start, end = (bound and (bound if bound.tzinfo else bound.replace(tzinfo=UTC))
+                  for bound in (start, end))
+    return ((sources is None or source in sources)
+            and (source_types is None or source_type in source_types)
+            and (tags_any is None or bool(set(tags) & set(tags_any)))
+            and (start is None or (when is not None and when >= start))
+            and (end is None or (when is not None and when <= end)))
+
+
+FILTER_CASES = {
+    "sources": dict(sources=["home", "archive"]),
+    "source_types": dict(source_types=["code"]),
+    "tags_any": dict(tags_any=["ml", "garden"]),
+    "modified_from": dict(start=datetime(2024, 2, 1, 12, tzinfo=UTC)),
+    "modified_to": dict(end=datetime(2024, 2, 1, 12, tzinfo=UTC)),
+    "modified_range": dict(start=datetime(2024, 1, 1, tzinfo=UTC),
+                           end=datetime(2024, 2, 15, tzinfo=UTC)),
+    "naive_is_utc_and_aware_converted": dict(
+        start=datetime(2024, 2, 1, 12),
+        end=datetime(2024, 2, 1, 15, tzinfo=timezone(timedelta(hours=3)))),
+    "all_combined": dict(sources=["work", "home"], source_types=["note", "code"],
+                         tags_any=["ml", "python"], start=datetime(2024, 1, 15, tzinfo=UTC),
+                         end=datetime(2024, 3, 1, tzinfo=UTC)),
+}
+
+
+@pytest.mark.parametrize("case", FILTER_CASES)
+def test_filters_and_their_combination(store, case):
+    rng = np.random.default_rng(7)
+    store.upsert([VectorPoint(cid(n), rng.standard_normal(DIM), {
+        "source": source, "source_type": source_type, "tags": tags, "modified_at": modified})
+        for n, source, source_type, tags, modified in FILTER_ROWS])
+    spec = FILTER_CASES[case]
+    filters = VectorFilter(sources=spec.get("sources"), source_types=spec.get("source_types"),
+                           tags_any=spec.get("tags_any"), modified_from=spec.get("start"),
+                           modified_to=spec.get("end"))
+    expected = {cid(row[0]) for row in FILTER_ROWS if _matches(row, **spec)}
+    assert expected, "each case should select something"
+    assert set(ids(store.search(rng.standard_normal(DIM), limit=100, filters=filters))) == expected
+
+
+def test_an_empty_filter_list_matches_nothing(store):
+    store.upsert([VectorPoint(cid(1), vec(1), {"source": "work", "tags": ["a"]})])
+    assert store.search(vec(1), filters=VectorFilter(sources=[])) == []
+    assert store.search(vec(1), filters=VectorFilter(tags_any=[])) == []
+    assert ids(store.search(vec(1), filters=VectorFilter())) == [cid(1)]
+
+
+def test_modified_at_is_stored_as_utc_and_must_be_iso(store):
+    store.upsert([VectorPoint(cid(1), vec(1), {"modified_at": "2024-05-01T10:00:00+02:00"}),
+                  VectorPoint(cid(2), vec(1, 1), {"modified_at": None})])
+    payloads = {hit.chunk_id: hit.payload for hit in store.search(vec(1), limit=2)}
+    assert payloads[cid(1)]["modified_at"] == "2024-05-01T08:00:00+00:00"
+    assert payloads[cid(2)]["modified_at"] is None
+    with pytest.raises(ValueError, match="modified_at"):
+        store.upsert([VectorPoint(cid(3), vec(1), {"modified_at": "last tuesday"})])
+
+
+# -- thresholds, limits, validation -------------------------------------------------------
+
+
+def test_score_threshold_keeps_scores_at_or_above_it(store):
+    store.upsert([VectorPoint(cid(1), vec(1, 0), {}), VectorPoint(cid(2), vec(1, 1), {}),
+                  VectorPoint(cid(3), vec(0, 1), {})])
+    middle = store.search(vec(1, 0), limit=3)[1]
+    assert middle.chunk_id == cid(2)
+    assert ids(store.search(vec(1, 0), limit=3, score_threshold=middle.score)) == [cid(1), cid(2)]
+    assert ids(store.search(vec(1, 0), limit=3, score_threshold=0.9)) == [cid(1)]
+    assert store.search(vec(0, 0, 1), limit=3, score_threshold=0.5) == []
+
+
+def test_limit_bounds(store):
+    store.upsert([VectorPoint(cid(n), vec(1, n), {}) for n in range(5)])
+    assert len(store.search(vec(1), limit=1)) == 1
+    assert len(store.search(vec(1), limit=1000)) == 5
+    for bad in (0, -3):
+        with pytest.raises(ValueError, match="limit"):
+            store.search(vec(1), limit=bad)
+
+
+def test_wrong_vector_length_names_the_expected_dimension(store):
+    with pytest.raises(ValueError, match=f"expected dimension {DIM}"):
+        store.upsert([VectorPoint(cid(1), np.ones(DIM - 1), {})])
+    with pytest.raises(ValueError, match=f"expected dimension {DIM}"):
+        store.search(np.ones(DIM + 1))
+    assert store.count() == 0
+
+
+@pytest.mark.parametrize("point, problem", [
+    (VectorPoint("not-a-chunk-id", vec(1), {}), "chunk id"),
+    (VectorPoint(cid(0xABC).upper(), vec(1), {}), "chunk id"),
+    (VectorPoint(cid(1), vec(), {}), "all zeros"),
+    (VectorPoint(cid(1), vec(np.nan), {}), "NaN"),
+    (VectorPoint(cid(1), vec(1), {"nested": {"a": 1}}), "payload 'nested'"),
+    (VectorPoint(cid(1), vec(1), {"tags": ["ok", 3]}), "payload 'tags'"),
+    (VectorPoint(cid(1), vec(1), {"chunk_id": cid(2)}), "payload chunk_id"),
+])
+def test_invalid_points_are_rejected_before_anything_is_written(store, point, problem):
+    with pytest.raises(ValueError, match=problem):
+        store.upsert([VectorPoint(cid(5), vec(1), {}), point])
+    assert store.count() == 0
+
+
+# -- lifecycle -----------------------------------------------------------------------------
+
+
+def test_reopening_keeps_the_data(open_store):
+    with open_store() as first:
+        first.upsert([VectorPoint(cid(n), vec(1, n), {"source": "work"}) for n in range(1, 4)])
+        first.flush()
+    reopened = open_store()
+    assert reopened.chunk_ids("work") == {cid(1), cid(2), cid(3)}
+    assert ids(reopened.search(vec(1, 2), limit=1)) == [cid(2)]
+
+
+def test_another_model_or_dimension_is_refused(open_store):
+    open_store().close()
+    with pytest.raises(VectorStoreMismatch, match="model-b"):
+        open_store(model="test/model-b")
+    with pytest.raises(VectorStoreMismatch, match="dimension 16"):
+        open_store(dimension=16)
+
+
+def test_close_is_idempotent_and_later_calls_fail_clearly(open_store):
+    with open_store() as store:
+        store.upsert([VectorPoint(cid(1), vec(1), {})])
+    store.close()
+    with pytest.raises(VectorStoreError, match="closed"):
+        store.search(vec(1))
+
+
+def test_drop_deletes_the_collection(open_store):
+    store = open_store()
+    store.upsert([VectorPoint(cid(1), vec(1), {})])
+    store.drop()
+    store.close()
+    assert open_store().count() == 0
+
+
+def test_collection_name_is_safe_deterministic_and_per_model():
+    name = collection_name("sentence-transformers/all-MiniLM-L6-v2", 384)
+    assert name == "chunks__sentence-transformers_all-minilm-l6-v2__384"
+    assert name == collection_name("sentence-transformers/all-MiniLM-L6-v2", 384)
+    assert collection_name("BAAI/bge-small-en-v1.5", 384) != name
+    assert collection_name("sentence-transformers/all-MiniLM-L6-v2", 768) != name
+    assert point_id(cid(1)) == point_id(cid(1)) != point_id(cid(2))
+    assert uuid.UUID(point_id(cid(1))).version == 5
+
+
+# -- Edge only: one process per directory, shared through published copies -----------------
+
+
+@pytest.fixture
+def edge_store(tmp_path):
+    with EdgeVectorStore(tmp_path / "vectors", "chunks", DIM, MODEL) as store:
+        yield store
+
+
+def test_edge_second_process_gets_busy_with_the_path(edge_store):
+    process = start_python(f"""
+        from pathlib import Path
+        from jarvis_core.stores.vectors.base import VectorStoreBusy
+        from jarvis_core.stores.vectors.edge import EdgeVectorStore
+        try:
+            EdgeVectorStore(Path({str(edge_store.path)!r}), "chunks", {DIM}, {MODEL!r},
+                            busy_timeout=0.5)
+        except VectorStoreBusy as exc:
+            print("busy:", exc)
+    """)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert stdout.startswith("busy:")
+    assert str(edge_store.directory) in stdout
+
+
+def test_edge_second_store_in_one_process_is_busy_too(edge_store):
+    with pytest.raises(VectorStoreBusy, match="gave up after 0.2 s"):
+        EdgeVectorStore(edge_store.path, "chunks", DIM, MODEL, busy_timeout=0.2)
+
+
+def test_edge_published_copy_serves_a_reader_process_while_the_writer_writes(edge_store,
+                                                                             tmp_path):
+    rng = np.random.default_rng(3)
+    edge_store.upsert([VectorPoint(cid(n), rng.standard_normal(DIM), {"source": f"s{n % 3}"})
+                       for n in range(200)])
+    queries = rng.standard_normal((5, DIM))
+    source_filter = VectorFilter(sources=["s1"])
+    expected = {"plain": [ids(edge_store.search(q, limit=5)) for q in queries],
+                "filtered": [ids(edge_store.search(q, limit=5, filters=source_filter))
+                             for q in queries],
+                "count": 200}
+    published = tmp_path / "published" / "v1"
+    edge_store.publish_copy(published)
+    with pytest.raises(FileExistsError):
+        edge_store.publish_copy(published)
+
+    reader = start_python(f"""
+        import json
+        from pathlib import Path
+        import numpy as np
+        from jarvis_core.stores.vectors.edge import EdgeVectorStore
+        from jarvis_core.stores.vectors.filters import VectorFilter
+        queries = np.array({queries.tolist()!r})
+        with EdgeVectorStore.open_read_copy(Path({str(published)!r}),
+                                            Path({str(tmp_path / "reader")!r}),
+                                            model={MODEL!r}) as store:
+            print(json.dumps({{
+                "plain": [[h.chunk_id for h in store.search(q, limit=5)] for q in queries],
+                "filtered": [[h.chunk_id for h in store.search(
+                    q, limit=5, filters=VectorFilter(sources=["s1"]))] for q in queries],
+                "count": store.count()}}))
+    """)
+    written = 200
+    while True:  # at least one write lands while the reader copies and searches
+        edge_store.upsert([VectorPoint(cid(written + k), rng.standard_normal(DIM), {})
+                           for k in range(20)])
+        edge_store.delete([cid(written - 150)])
+        written += 20
+        if reader.poll() is not None or written >= 2000:
+            break
+    stdout, stderr = reader.communicate(timeout=60)
+    assert reader.returncode == 0, stderr
+    assert json.loads(stdout) == expected
+    assert edge_store.count() == written - (written - 200) // 20
+
+
+def test_edge_read_copy_checks_the_model_and_needs_an_empty_workdir(edge_store, tmp_path):
+    edge_store.upsert([VectorPoint(cid(1), vec(1), {})])
+    edge_store.publish_copy(tmp_path / "published")
+    with pytest.raises(VectorStoreMismatch, match="test/model-b"):
+        EdgeVectorStore.open_read_copy(tmp_path / "published", tmp_path / "r1",
+                                       model="test/model-b")
+    assert not (tmp_path / "r1").exists()
+    (tmp_path / "r2").mkdir()
+    (tmp_path / "r2" / "stray").write_text("x")
+    with pytest.raises(FileExistsError):
+        EdgeVectorStore.open_read_copy(tmp_path / "published", tmp_path / "r2")
+    with EdgeVectorStore.open_read_copy(tmp_path / "published", tmp_path / "r3") as reader:
+        assert (reader.model, reader.dimension, reader.count()) == (MODEL, DIM, 1)

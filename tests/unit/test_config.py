@@ -1,0 +1,72 @@
+"""Configuration: sources by name, one data directory, clear errors for bad input."""
+
+import pytest
+
+from jarvis_core.config import ConfigError, load_config
+from tests.pipeline_helpers import PROJECT_ROOT, write_config
+
+
+def test_shorthand_and_full_vault_forms(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    config = write_config(tmp_path, {"a": tmp_path / "a"})
+    assert config.vaults["a"].path == (tmp_path / "a").resolve()
+    assert config.data_dir == (tmp_path / "data").resolve()
+
+    path = tmp_path / "full.yaml"
+    path.write_text("vaults:\n  one: a\n  two:\n    path: b\n    exclude: ['drafts/**']\n")
+    config = load_config(path)
+    assert config.source_names == ["one", "two"]
+    assert config.vaults["two"].exclude == ("drafts/**",)
+    assert config.data_dir == (tmp_path / ".jarvis").resolve()
+
+
+def test_jarvis_home_overrides_data_dir(tmp_path, monkeypatch):
+    (tmp_path / "v").mkdir()
+    monkeypatch.setenv("JARVIS_HOME", str(tmp_path / "elsewhere"))
+    config = write_config(tmp_path, {"v": tmp_path / "v"})
+    assert config.data_dir == (tmp_path / "elsewhere").resolve()
+    assert config.duckdb_path.parent == config.data_dir
+
+
+def test_config_found_through_environment(tmp_path, monkeypatch):
+    (tmp_path / "v").mkdir()
+    write_config(tmp_path, {"v": tmp_path / "v"})
+    monkeypatch.setenv("JARVIS_CONFIG", str(tmp_path / "jarvis.yaml"))
+    assert load_config().source_names == ["v"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("vaults:\n  notes: jarvis.yaml\n", "vaults.notes.path: Value error, vault path is not a"),
+    ("vaults:\n  'bad name!': .\n", "source name 'bad name!'"),
+    ("vaults: [a, b]\n", "'vaults' must be a mapping"),
+    ("vaults:\n  v: .\nunknown_key: 1\n", "unknown_key"),
+    ("vaults:\n  v: .\nchunking:\n  overlap_tokens: -1\n", "chunking.overlap_tokens"),
+    ("vaults: {v: .\n", "not valid YAML"),
+    ("- just\n- a list\n", "top level must be a mapping"),
+])
+def test_bad_configuration_names_file_and_field(tmp_path, text, message):
+    path = tmp_path / "jarvis.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(path) in str(error.value)
+    assert message in str(error.value)
+
+
+def test_vault_path_that_is_a_file(tmp_path):
+    (tmp_path / "file.md").write_text("x")
+    path = tmp_path / "jarvis.yaml"
+    path.write_text("vaults:\n  v: file.md\n")
+    with pytest.raises(ConfigError, match="not a directory"):
+        load_config(path)
+
+
+def test_missing_config_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="configuration file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_shipped_configuration_is_valid():
+    config = load_config(PROJECT_ROOT / "jarvis.yaml")
+    assert "sample" in config.vaults
