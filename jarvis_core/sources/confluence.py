@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+from jarvis_core.sources.confinement import leaves, real_root
 from jarvis_core.sources.confluence_html import SpaceIndex, html_export_page, read_space_index
 from jarvis_core.sources.confluence_pages import (
     PAGE_TYPES,
@@ -44,15 +44,18 @@ from jarvis_core.sources.confluence_pages import (
     rest_users,
 )
 from jarvis_core.sources.confluence_text import PageLink
+from jarvis_core.sources.listings import (
+    CONFLUENCE_INDEX,
+    EXPORT_ASSET_DIRS,
+    confluence_export_files,
+)
 from jarvis_core.sources.people import Identity
 
 __all__ = ["ConfluenceError", "ConfluencePage", "ConfluenceProblem", "ConfluenceRead",
-           "ExportFile", "PageAttachment", "PageLink", "PageRef", "export_files",
+           "ExportFile", "PageAttachment", "PageLink", "PageRef", "confluence_export_files",
            "read_confluence_export", "resolve_links"]
 
 ERROR, WARNING = "error", "warning"
-_EXPORT_ASSET_DIRS = {"attachments", "images", "styles"}
-_INDEX = "index.html"
 
 
 @dataclass(frozen=True)
@@ -97,43 +100,29 @@ def _file_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def export_files(root: Path) -> Iterator[Path]:
-    """Every file the export is read from (pages, REST files, zips, and the index.html the
-    pages of an HTML export need), sorted; what a sensor stats to notice a change."""
-    if not root.is_dir():
-        yield root
-        return
-    for folder, dirs, files in os.walk(root):
-        exported = _INDEX in files
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".")
-                         and not (exported and d in _EXPORT_ASSET_DIRS))
-        for name in sorted(files):
-            suffix = Path(name).suffix.lower()
-            if not name.startswith(".") and (suffix in (".zip", ".json")
-                                             or (suffix == ".html" and exported)):
-                yield Path(folder) / name
-
-
-def _space_reader(folder: Path) -> Callable[[], SpaceIndex]:
-    """The folder's index.html, parsed when a page first needs it."""
-    return functools.cache(lambda: read_space_index((folder / _INDEX).read_bytes(), folder.name))
+def _space_reader(folder: Path, inside: str) -> Callable[[], SpaceIndex]:
+    """The folder's index.html, parsed when a page first needs it (none if it leads out)."""
+    index = folder / CONFLUENCE_INDEX
+    return functools.cache(lambda: read_space_index(
+        None if leaves(inside, index) else index.read_bytes(), folder.name))
 
 
 def _folder_entries(root: Path) -> Iterator[_Entry | tuple[str, str]]:
     spaces: dict[Path, Callable[[], SpaceIndex]] = {}
-    for path in export_files(root):
+    for path in confluence_export_files(root):
         relative, here, suffix = path.relative_to(root).as_posix(), path.parent, path.suffix.lower()
         if suffix == ".zip":
             yield from _zip_entries(path, relative)
             continue
-        if path.name == _INDEX:  # read through the pages beside it
+        if path.name == CONFLUENCE_INDEX:  # read through the pages beside it
             continue
         try:
             data = path.read_bytes()
         except OSError as exc:
             yield relative, exc.strerror or str(exc)
             continue
-        space = spaces.setdefault(here, _space_reader(here)) if suffix == ".html" else None
+        space = (spaces.setdefault(here, _space_reader(here, real_root(root)))
+                 if suffix == ".html" else None)
         yield _Entry(relative, suffix[1:], _file_digest(data), lambda data=data: data,
                      space, lambda href, here=here: _stat_size(here / href))
 
@@ -158,9 +147,9 @@ def _zip_entries(path: Path, relative: str) -> Iterator[_Entry | tuple[str, str]
 def _members(archive: zipfile.ZipFile, relative: str) -> Iterator[_Entry]:
     members = {info.filename: info for info in archive.infolist() if not info.is_dir()}
     folders = {str(PurePosixPath(name).parent) for name in members
-               if PurePosixPath(name).name == _INDEX}
+               if PurePosixPath(name).name == CONFLUENCE_INDEX}
     spaces = {folder: functools.cache(lambda folder=folder: read_space_index(
-        archive.read(f"{folder}/{_INDEX}" if folder != "." else _INDEX),
+        archive.read(f"{folder}/{CONFLUENCE_INDEX}" if folder != "." else CONFLUENCE_INDEX),
         PurePosixPath(folder).name)) for folder in folders}
 
     def size_of(folder: str) -> Callable[[str], int | None]:
@@ -170,14 +159,14 @@ def _members(archive: zipfile.ZipFile, relative: str) -> Iterator[_Entry]:
         return size
 
     assets = tuple(("" if folder == "." else f"{folder}/") + f"{asset}/"
-                   for folder in folders for asset in _EXPORT_ASSET_DIRS)
+                   for folder in folders for asset in EXPORT_ASSET_DIRS)
     for name in sorted(members):
         member = PurePosixPath(name)
         if name.startswith(assets) or any(part.startswith(".") for part in member.parts):
             continue
         folder, suffix = str(member.parent), member.suffix.lower()
         if suffix == ".json" or (suffix == ".html" and folder in folders
-                                 and member.name != _INDEX):
+                                 and member.name != CONFLUENCE_INDEX):
             info = members[name]
             yield _Entry(f"{relative}/{name}", suffix[1:], f"crc32:{info.CRC:08x}:{info.file_size}",
                          lambda name=name: archive.read(name), spaces.get(folder),
@@ -194,9 +183,9 @@ def _export_entries(root: Path) -> Iterator[_Entry | tuple[str, str]]:
         yield from _zip_entries(root, root.name)
     elif suffix in (".json", ".html"):
         data = root.read_bytes()
+        index = root.parent / CONFLUENCE_INDEX
         space = functools.cache(lambda: read_space_index(
-            (root.parent / _INDEX).read_bytes() if (root.parent / _INDEX).is_file() else None,
-            root.parent.name))
+            index.read_bytes() if index.is_file() else None, root.parent.name))
         yield _Entry(root.name, suffix[1:], _file_digest(data), lambda: data, space,
                      lambda href: _stat_size(root.parent / href))
     else:

@@ -20,24 +20,22 @@ the message and the reason; only a missing source raises ``MailError``.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from jarvis_core.sources.email_read import Attachment, MailError, MailMessage, parse_message
 from jarvis_core.sources.email_threads import MailThread, build_threads
+from jarvis_core.sources.listings import EML, MAILDIR, MBOX, mail_files
 from jarvis_core.sources.people import Identity
 
 __all__ = ["MBOX", "MAILDIR", "EML", "Attachment", "MailError", "MailFile", "MailMessage",
            "MailProblem", "MailRead", "MailThread", "mail_files", "read_mail_source",
            "mail_identities"]
 
-MBOX, MAILDIR, EML = "mbox", "maildir", "eml"
 ERROR, WARNING = "error", "warning"
-_MBOX_SUFFIXES = (".mbox", ".mbx")
 _BLOCK = 1 << 20
 _ENVELOPE_DATE = re.compile(rb"([A-Z][a-z]{2}\s+[A-Z][a-z]{2}\s+\d{1,2}\s+\d\d:\d\d:\d\d\s+\d{4})")
 
@@ -71,44 +69,6 @@ class MailRead:
     problems: list[MailProblem] = field(default_factory=list)
     parsed: int = 0           # messages parsed this run
     reused: int = 0           # messages taken from the previous run unparsed
-
-
-def _is_maildir(folder: Path) -> bool:
-    return (folder / "cur").is_dir() and (folder / "new").is_dir()
-
-
-def _starts_like_mbox(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            return handle.read(5) == b"From "
-    except OSError:
-        return False
-
-
-def mail_files(root: Path) -> Iterator[tuple[Path, str, str]]:
-    """(file, path relative to the source, kind) of every mail file, sorted."""
-    if root.is_file():
-        yield root, root.name, EML if root.suffix.lower() == ".eml" else MBOX
-        return
-    for folder, dirs, files in os.walk(root):
-        here = Path(folder)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") or _is_maildir(here / d))
-        if _is_maildir(here):
-            for sub in ("cur", "new"):
-                for name in sorted(os.listdir(here / sub)):
-                    if not name.startswith(".") and (here / sub / name).is_file():
-                        yield (here / sub / name,
-                               (here / sub / name).relative_to(root).as_posix(), MAILDIR)
-            dirs[:] = [d for d in dirs if d not in ("cur", "new", "tmp")]
-        for name in sorted(files):
-            path = here / name
-            if name.startswith("."):
-                continue
-            relative = path.relative_to(root).as_posix()
-            if path.suffix.lower() == ".eml":
-                yield path, relative, EML
-            elif path.suffix.lower() in _MBOX_SUFFIXES or _starts_like_mbox(path):
-                yield path, relative, MBOX
 
 
 def _envelope_date(line: bytes) -> datetime | None:

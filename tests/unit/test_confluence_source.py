@@ -14,10 +14,10 @@ from jarvis_core.sources.confluence import (
     WARNING,
     ConfluenceError,
     PageRef,
-    export_files,
     read_confluence_export,
 )
 from jarvis_core.sources.confluence_text import storage_to_content
+from jarvis_core.sources.listings import confluence_export_files
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import COMMIT, JIRA, find_references
 
@@ -223,7 +223,7 @@ def test_html_export_folder_pages_with_hierarchy_people_links_and_attachments(tm
     folder = write_html_export(tmp_path / "LUM")
     result = read_confluence_export(folder)
 
-    assert [path.name for path in export_files(folder)] == [  # not attachments/, styles/
+    assert [path.name for path in confluence_export_files(folder)] == [  # not attachments/, styles/
         "Architecture_65538.html", "Ingest-idempotency-and-the-dedupe-key_65541.html",
         "Lumen-Home_65537.html", "index.html"]
     assert set(result.pages) == {"65537", "65538", "65541"} and result.problems == []

@@ -1,0 +1,212 @@
+"""A mail source's rows in the tables: what earlier runs stored, turned back into the parser's
+objects (so unchanged files, and the part of a grown mbox read before, are not parsed again),
+and writing what a read found.
+
+Counted per thread, as the chunks layer counts documents: a thread is new, changed (its
+content hash moved: a reply arrived, a message changed) or unchanged; messages are rewritten
+when their row changed. Messages that could not be read are ``ingest_failures`` rows named
+``<file>#<item>``; warnings stay on their message's row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+
+from jarvis_core.sources.changes import file_hashes
+from jarvis_core.sources.email import (
+    Attachment,
+    MailError,
+    MailFile,
+    MailMessage,
+    MailRead,
+    MailThread,
+    mail_files,
+    read_mail_source,
+)
+from jarvis_core.sources.email_threads import THREAD_VERSION
+from jarvis_core.sources.export_rows import (
+    changes,
+    failure_rows,
+    identity_of,
+    identity_row,
+    row_hash,
+    warning_count,
+)
+from jarvis_core.sources.plan import ItemCounts
+from jarvis_core.stores import tables
+
+MAIL_KIND = "mail"
+# The mail_files row (path "", which the change sensors skip) recording what else shapes the
+# threads, so a new thread format rebuilds them although no mail file changed.
+_SETTINGS = ""
+_SETTINGS_ID = f"threads v{THREAD_VERSION}"
+
+
+def mail_file_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every mail file, by path relative to the source (what the sensor compares);
+    MailError for a source that does not exist."""
+    if not root.exists():
+        raise MailError(f"mail source path does not exist: {root}")
+    return file_hashes((path, relative) for path, relative, _ in mail_files(root))
+
+
+def message_row(source: str, message: MailMessage, thread_id: str | None) -> dict:
+    row = {
+        "source": source, "message_id": message.message_id, "thread_id": thread_id,
+        "file": message.file, "item": message.item, "sent_at": message.date,
+        "sender": identity_row(message.sender),
+        "recipients": [identity_row(p) for p in message.to],
+        "cc": [identity_row(p) for p in message.cc], "subject": message.subject,
+        "in_reply_to": message.in_reply_to, "reference_ids": list(message.references),
+        "body": message.body, "body_type": message.body_type,
+        "attachments": [{"filename": a.filename, "content_type": a.content_type,
+                         "size": a.size, "part": a.part} for a in message.attachments],
+        "warnings": list(message.warnings), "derived_id": message.derived_id}
+    return {**row, "row_hash": row_hash(row)}
+
+
+def message_of(row: dict) -> MailMessage:
+    return MailMessage(
+        message_id=row["message_id"], file=row["file"], item=row["item"], date=row["sent_at"],
+        sender=identity_of(row["sender"]),
+        to=tuple(identity_of(p) for p in row["recipients"] or ()),
+        cc=tuple(identity_of(p) for p in row["cc"] or ()), subject=row["subject"],
+        in_reply_to=row["in_reply_to"], references=tuple(row["reference_ids"] or ()),
+        body=row["body"], body_type=row["body_type"],
+        attachments=tuple(Attachment(a["filename"], a["content_type"], a["size"], a["part"])
+                          for a in row["attachments"] or ()),
+        warnings=tuple(row["warnings"] or ()), derived_id=bool(row["derived_id"]))
+
+
+def file_of(row: dict) -> MailFile:
+    return MailFile(row["path"], row["kind"], row["digest"], row["bytes_read"],
+                    row["message_count"],
+                    tuple((m["message_id"], m["item"]) for m in row["messages"] or ()),
+                    tuple((f["item"], f["reason"]) for f in row["failures"] or ()))
+
+
+@dataclass(frozen=True)
+class StoredMail:
+    """What earlier runs stored: the mail files with their hashes, each thread's content
+    hash, each message's row hash, and how many items failed."""
+
+    file_rows: list[dict]
+    threads: dict[str, str]
+    messages: dict[str, str]
+    failed: int
+
+    @property
+    def hashes(self) -> dict[str, str]:
+        return {row["path"]: row["file_hash"] for row in self.file_rows}
+
+    def unchanged(self, hashes: dict[str, str]) -> bool:
+        """Every mail file hashes as stored and threads are made as before: nothing to read."""
+        return self.hashes == {**hashes, _SETTINGS: _SETTINGS_ID}
+
+    @property
+    def files(self) -> dict[str, MailFile]:
+        return {row["path"]: file_of(row) for row in self.file_rows if row["path"] != _SETTINGS}
+
+
+def read_stored(conn: duckdb.DuckDBPyConnection, source: str) -> StoredMail:
+    return StoredMail(
+        tables.read_frame(conn, "SELECT * EXCLUDE (source) FROM mail_files WHERE source = ?",
+                          [source]).to_dicts(),
+        dict(conn.execute("SELECT thread_id, content_hash FROM mail_threads WHERE source = ?",
+                          [source]).fetchall()),
+        dict(conn.execute("SELECT message_id, row_hash FROM mail_messages WHERE source = ?",
+                          [source]).fetchall()),
+        conn.execute("SELECT count(*) FROM ingest_failures WHERE source = ?",
+                     [source]).fetchone()[0])
+
+
+def stored_messages(conn: duckdb.DuckDBPyConnection, source: str) -> dict[str, MailMessage]:
+    """Every stored message, as the parser returned it (read only when some file changed)."""
+    return {row["message_id"]: message_of(row) for row in tables.read_frame(
+        conn, "SELECT * FROM mail_messages WHERE source = ?", [source]).iter_rows(named=True)}
+
+
+@dataclass(frozen=True)
+class MailWrite:
+    """What writing a mail read did."""
+
+    counts: ItemCounts            # threads
+    messages: dict[str, int]      # messages new, changed, unchanged, deleted
+    threads: list[dict]           # the threads written (new and changed), without text
+    failures: list[dict]
+    warnings: int
+
+
+def thread_row(source: str, thread: MailThread, now: datetime) -> dict:
+    return {"source": source, "thread_id": thread.thread_id, "subject": thread.subject,
+            "message_ids": list(thread.message_ids), "message_count": len(thread.message_ids),
+            "participants": [identity_row(p) for p in thread.participants],
+            "started_at": thread.started_at, "last_at": thread.last_at, "text": thread.text,
+            "sections": [{"message_id": mid, "char_start": start, "char_end": end}
+                         for mid, start, end in thread.sections],
+            "content_hash": thread.content_hash, "ingested_at": now}
+
+
+def file_row(source: str, state: MailFile, file_hash: str | None) -> dict:
+    return {"source": source, "path": state.path, "kind": state.kind, "file_hash": file_hash,
+            "digest": state.digest, "bytes_read": state.offset, "message_count": state.count,
+            "messages": [{"message_id": mid, "item": item} for mid, item in state.messages],
+            "failures": [{"item": item, "reason": reason} for item, reason in state.failures]}
+
+
+def write_mail(conn: duckdb.DuckDBPyConnection, source: str, read: MailRead,
+               hashes: dict[str, str], stored: StoredMail, now: datetime) -> MailWrite:
+    """Rewrite the threads whose content hash and the messages whose row changed, remove
+    those gone, record every mail file's hash and read state and the per-item failures."""
+    thread_of = {mid: thread.thread_id for thread in read.threads for mid in thread.message_ids}
+    threads = {thread.thread_id: thread for thread in read.threads}
+    thread_changes = changes({key: t.content_hash for key, t in threads.items()}, stored.threads)
+    messages = {mid: message_row(source, message, thread_of.get(mid))
+                for mid, message in read.messages.items()}
+    message_changes = changes({mid: row["row_hash"] for mid, row in messages.items()},
+                              stored.messages)
+    thread_rows = [thread_row(source, threads[key], now)
+                   for key in thread_changes["new"] + thread_changes["changed"]]
+    message_rows = [{**messages[mid], "ingested_at": now}
+                    for mid in message_changes["new"] + message_changes["changed"]]
+    failures = failure_rows(source, read.problems, now)
+    file_rows = [file_row(source, state, hashes.get(path))
+                 for path, state in sorted(read.files.items())]
+    if hashes:  # what shapes the threads (not for a source being removed)
+        file_rows.append({"source": source, "path": _SETTINGS, "file_hash": _SETTINGS_ID})
+    for table, key, change, rows in (
+            ("mail_threads", "thread_id", thread_changes, thread_rows),
+            ("mail_messages", "message_id", message_changes, message_rows)):
+        tables.replace_rows(conn, table, source=source,
+                            remove_paths=change["changed"] + change["deleted"],
+                            rows=tables.frame(table, rows), key_column=key)
+    for table, rows in (("mail_files", file_rows), ("ingest_failures", failures)):
+        tables.replace_rows(conn, table, source=source, remove_paths=None,
+                            rows=tables.frame(table, rows))
+    counts = ItemCounts(*(len(thread_changes[name]) for name in ("new", "changed", "unchanged",
+                                                                 "deleted")),
+                        failed=len(failures))
+    return MailWrite(counts, {name: len(keys) for name, keys in message_changes.items()},
+                     [{k: v for k, v in row.items() if k != "text"} for row in thread_rows],
+                     failures, warning_count(read.problems))
+
+
+def mail_figures(conn: duckdb.DuckDBPyConnection, source: str) -> dict[str, int]:
+    """Stored totals of a mail source."""
+    messages, threads, files, failed = conn.execute(
+        "SELECT (SELECT count(*) FROM mail_messages WHERE source = $1), "
+        "(SELECT count(*) FROM mail_threads WHERE source = $1), "
+        "(SELECT count(*) FROM mail_files WHERE source = $1 AND path <> ''), "
+        "(SELECT count(*) FROM ingest_failures WHERE source = $1)", [source]).fetchone()
+    return {"messages": messages, "threads": threads, "mail_files": files, "failed": failed}
+
+
+def read_changed_mail(conn: duckdb.DuckDBPyConnection, source: str, root: Path,
+                      stored: StoredMail) -> MailRead:
+    """Read the mail source, taking unchanged files and the part of a grown mbox read
+    before from the stored rows."""
+    return read_mail_source(root, files=stored.files, messages=stored_messages(conn, source))
