@@ -20,11 +20,12 @@ def build_resources(config_file: str | None) -> dict:
     ./jarvis.yaml, resolved when a run starts)."""
     jarvis = JarvisConfigResource(config_file=config_file)
     embedder = EmbedderResource(jarvis=jarvis)
+    tables = TablesResource(jarvis=jarvis)
     return {
         "jarvis": jarvis,
-        "tables": TablesResource(jarvis=jarvis),
+        "tables": tables,
         "embedder": embedder,
-        "vectors": VectorStoreResource(jarvis=jarvis, embedder=embedder),
-        "graph": GraphStoreResource(jarvis=jarvis),
-        "keyword": KeywordIndexResource(jarvis=jarvis),
+        "vectors": VectorStoreResource(jarvis=jarvis, embedder=embedder, tables=tables),
+        "graph": GraphStoreResource(jarvis=jarvis, tables=tables),
+        "keyword": KeywordIndexResource(jarvis=jarvis, tables=tables),
     }

@@ -3,17 +3,20 @@
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, get_dagster_logger
 
 from jarvis_core.stores.graph.base import GraphStore
 from jarvis_resources.config import JarvisConfigResource
+from jarvis_resources.tables import TablesResource
 
 
 class GraphStoreResource(ConfigurableResource):
     """An embedded SQLite store under the data directory by default, Neo4j when $NEO4J_URI is
-    set. DuckDB's graph tables stay the source of truth."""
+    set. DuckDB's graph tables stay the source of truth: a damaged or emptied SQLite store is
+    rebuilt from them when opened (``jarvis_core.stores.healing``)."""
 
     jarvis: JarvisConfigResource
+    tables: TablesResource
 
     @property
     def backend(self) -> str:
@@ -29,10 +32,11 @@ class GraphStoreResource(ConfigurableResource):
             store = Neo4jGraphStore(environment.neo4j_uri, environment.neo4j_user,
                                     environment.neo4j_password)
         else:
-            from jarvis_core.stores.graph.sqlite import SqliteGraphStore
+            from jarvis_core.stores.healing import open_graph_store
 
             config.graph_path.parent.mkdir(parents=True, exist_ok=True)
-            store = SqliteGraphStore(config.graph_path)
+            store = open_graph_store(config.graph_path, self.tables.get_connection,
+                                     get_dagster_logger())
         try:
             yield store
         finally:

@@ -2,19 +2,24 @@
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import duckdb
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import ConfigurableResource, InitResourceContext, get_dagster_logger
 from dagster_duckdb import DuckDBResource
 from pydantic import PrivateAttr
 
+from jarvis_core.analytics.backup import backup_dir, restore_history
 from jarvis_core.stores import tables
+from jarvis_core.stores.connections import damaged, is_damage
 from jarvis_resources.config import JarvisConfigResource
 
 
 class TablesResource(ConfigurableResource):
     """The working tables in the data directory. The schema is created once per run
-    process; connections are short (one per read or write), so runs take turns."""
+    process (a new file gets the analytics history back from its backup); connections are
+    short (one per read or write), so runs take turns. A damaged file fails the step with
+    ``TablesDamaged``, naming the file and what to do."""
 
     jarvis: JarvisConfigResource
 
@@ -27,12 +32,39 @@ class TablesResource(ConfigurableResource):
         if self._duckdb is None:
             config = self.jarvis.load()
             config.data_dir.mkdir(parents=True, exist_ok=True)
-            self._duckdb = DuckDBResource(database=str(config.duckdb_path))
-            with self._duckdb.get_connection() as conn:
+            self._probe(config.duckdb_path)
+            resource = DuckDBResource(database=str(config.duckdb_path))
+            with self._translated(), resource.get_connection() as conn:
                 tables.ensure_schema(conn)
+                restored = restore_history(conn, backup_dir(config.data_dir))
+            if restored:
+                get_dagster_logger().warning(f"analytics history: {restored} snapshots restored "
+                                             f"from {backup_dir(config.data_dir)}")
+            self._duckdb = resource
         return self._duckdb
+
+    def _probe(self, path: Path) -> None:
+        """Fail at once on a damaged file: dagster-duckdb retries every IO error for a minute
+        and more, as it would a lock another run holds."""
+        with self._translated():
+            try:
+                duckdb.connect(str(path)).close()
+            except duckdb.Error as exc:
+                if is_damage(exc):
+                    raise
+                # locked by another run, say: the resource's retries wait for it
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """A DuckDB error that says the file is damaged becomes ``TablesDamaged``."""
+        try:
+            yield
+        except duckdb.Error as exc:
+            if is_damage(exc):
+                raise damaged(self.jarvis.load().duckdb_path, exc) from exc
+            raise
 
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        with self._open().get_connection() as conn:
+        with self._translated(), self._open().get_connection() as conn:
             yield conn

@@ -3,20 +3,24 @@
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, get_dagster_logger
 
+from jarvis_core.stores.healing import open_vector_store
 from jarvis_core.stores.vectors.base import VectorStore, collection_name
 from jarvis_resources.config import JarvisConfigResource
 from jarvis_resources.embedder import EmbedderResource
+from jarvis_resources.tables import TablesResource
 
 
 class VectorStoreResource(ConfigurableResource):
     """The configured model's collection. A store is opened per use and closed right after,
     so the Edge shard's directory lock is held only while a step writes; opening needs the
-    model's name and dimension, never its weights."""
+    model's name and dimension, never its weights. A damaged or emptied store is rebuilt
+    from the chunks table when opened (``jarvis_core.stores.healing``)."""
 
     jarvis: JarvisConfigResource
     embedder: EmbedderResource
+    tables: TablesResource
 
     @property
     def backend(self) -> str:
@@ -26,20 +30,25 @@ class VectorStoreResource(ConfigurableResource):
     def collection(self) -> str:
         return collection_name(self.embedder.model, self.embedder.dimension)
 
-    @contextmanager
-    def open(self) -> Iterator[VectorStore]:
+    def _store(self) -> VectorStore:
         config = self.jarvis.load()
         model, dimension = self.embedder.model, self.embedder.dimension
         if config.vectors.url:
             from jarvis_core.stores.vectors.server import QdrantServerVectorStore
 
-            store = QdrantServerVectorStore(config.vectors.url,
-                                            config.environment.qdrant_api_key,
-                                            self.collection, dimension, model)
-        else:
-            from jarvis_core.stores.vectors.edge import EdgeVectorStore
+            return QdrantServerVectorStore(config.vectors.url, config.environment.qdrant_api_key,
+                                           self.collection, dimension, model)
+        from jarvis_core.stores.vectors.edge import EdgeVectorStore
 
-            store = EdgeVectorStore(config.vectors_path, self.collection, dimension, model)
+        return EdgeVectorStore(config.vectors_path, self.collection, dimension, model)
+
+    @contextmanager
+    def open(self) -> Iterator[VectorStore]:
+        config = self.jarvis.load()
+        directory = None if config.vectors.url else config.vectors_path / self.collection
+        store = open_vector_store(self._store, self.collection, directory, config.data_dir,
+                                  self.tables.get_connection, self.embedder,
+                                  get_dagster_logger())
         try:
             yield store
         finally:

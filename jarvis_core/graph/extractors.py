@@ -7,7 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jarvis_core.config import JarvisConfig
+from jarvis_core.graph.mail import extract_mail_graph
 from jarvis_core.graph.model import SourceGraph
+from jarvis_core.graph.pages import extract_page_graph
 from jarvis_core.graph.repo import extract_repo_graph
 from jarvis_core.graph.tickets import extract_ticket_graph
 from jarvis_core.graph.vault import extract_vault_graph
@@ -48,6 +50,23 @@ def _repo_graph(source: str, config: JarvisConfig, rows: dict[str, list[dict]],
                                                          for row in rows["people"]))
 
 
+def _mail_graph(source: str, config: JarvisConfig, rows: dict[str, list[dict]],
+                chunk_rows: list[dict]) -> SourceGraph:
+    return extract_mail_graph(source, rows["threads"], rows["messages"], chunk_rows,
+                              known_people=identities_of(row["properties"]
+                                                         for row in rows["people"]))
+
+
+def _page_graph(source: str, config: JarvisConfig, rows: dict[str, list[dict]],
+                chunk_rows: list[dict]) -> SourceGraph:
+    return extract_page_graph(source, rows["pages"], chunk_rows,
+                              known_people=identities_of(row["properties"]
+                                                         for row in rows["people"]))
+
+
+# Person nodes of the other sources: their spellings fold a source's people into theirs.
+_OTHER_PEOPLE = "SELECT properties FROM graph_nodes WHERE type = 'person' AND source <> ?"
+
 # By source kind; a source no longer configured extracts nothing, so its graph is removed.
 GRAPH_EXTRACTORS: dict[str, GraphExtractor] = {
     "vault": GraphExtractor(
@@ -64,8 +83,20 @@ GRAPH_EXTRACTORS: dict[str, GraphExtractor] = {
          "repo_files": "SELECT path, language FROM repo_files WHERE source = ?",
          "repo_docs": "SELECT path, title, text FROM repo_docs WHERE source = ?",
          "repo_knowledge": "SELECT path, components FROM repo_knowledge WHERE source = ?",
-         "people": "SELECT properties FROM graph_nodes WHERE type = 'person' AND source <> ?"},
+         "people": _OTHER_PEOPLE},
         _repo_graph),
+    "mail": GraphExtractor(
+        {"threads": "SELECT thread_id, subject, message_ids, started_at, last_at, text, "
+                    "sections FROM mail_threads WHERE source = ?",
+         "messages": "SELECT message_id, sender, recipients, cc FROM mail_messages "
+                     "WHERE source = ?",
+         "people": _OTHER_PEOPLE},
+        _mail_graph),
+    "confluence": GraphExtractor(
+        {"pages": "SELECT * EXCLUDE (source, revision, file, item, warnings, content_hash, "
+                  "parser_version, row_hash, ingested_at) FROM pages WHERE source = ?",
+         "people": _OTHER_PEOPLE},
+        _page_graph),
 }
 NO_GRAPH = GraphExtractor({}, lambda *_: SourceGraph([], [], [], [], {}))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from jarvis_core.sources.references import GraphReference
 
@@ -79,8 +79,8 @@ class Mention:
 def fingerprint(items: Iterable[object]) -> str:
     """A digest of everything a document produced: equal digests, nothing to rewrite."""
     digest = hashlib.sha256()
-    for item in items:
-        digest.update(json.dumps(asdict(item), sort_keys=True, ensure_ascii=False,
+    for item in items:  # vars, not asdict: the same JSON without asdict's deep copies
+        digest.update(json.dumps(vars(item), sort_keys=True, ensure_ascii=False,
                                  default=str).encode())
         digest.update(b"\n")
     return digest.hexdigest()

@@ -20,44 +20,27 @@ from urllib.parse import urlsplit
 
 from jarvis_core.graph.links import LinkResolver, canonical_url, relative_link_path
 from jarvis_core.graph.model import EXPLICIT, BrokenLink, Edge, Mention, Node, SourceGraph
+from jarvis_core.graph.note_text import NoteText, Occurrence
 from jarvis_core.sources.markdown import new_markdown_parser
 from jarvis_core.sources.references import (
     COMMIT,
     GITHUB,
     JIRA,
+    MESSAGE,
+    PAGE,
     GraphReference,
-    chunks_holding,
     find_references,
-    line_text,
 )
 
 DEFAULT_RELATION_FIELDS = ("related", "up", "parent", "down", "next", "prev", "source", "author")
-
-
-MAX_EVIDENCE_CHARS = 300
 
 
 # Holds typed relations ("DEPENDS_ON [[X]]"): they become typed edges, not plain links.
 _RELATIONSHIPS_FIELD = "relationships"
 
 
-_LINE_BREAK = re.compile(r"\r\n?|\n")  # what the parser and the chunker count as a break
-
-
-
-
 def _relation_name(field_name: str) -> str:
     return re.sub(r"\W+", "_", field_name).strip("_").upper()
-
-
-def _excerpt(text: str, pattern: re.Pattern[str]) -> str:
-    """The stripped text, cut to MAX_EVIDENCE_CHARS around the first match if longer."""
-    text = text.strip()
-    if len(text) <= MAX_EVIDENCE_CHARS:
-        return text
-    found = pattern.search(text)
-    start = max(0, min(found.start() - 100, len(text) - MAX_EVIDENCE_CHARS)) if found else 0
-    return text[start:start + MAX_EVIDENCE_CHARS].strip()
 
 
 def _iso(value: object) -> str | None:
@@ -66,85 +49,26 @@ def _iso(value: object) -> str | None:
     return str(value) if value else None
 
 
-@dataclass(frozen=True)
-class _Occurrence:
-    """One place a note states something: the chunks around it and the line itself."""
-
-    line: int
-    evidence: tuple[str, ...]
-    text: str
-
-
-class _NoteText:
-    """Maps a note's file lines to its body text and chunks, and renders frontmatter."""
-
-    def __init__(self, row: dict, chunks: list[dict]) -> None:
-        self.body: str = row.get("body") or ""
-        self.body_start_line: int = row.get("body_start_line") or 1
-        self.frontmatter: dict = json.loads(row.get("frontmatter") or "{}")
-        self.line_starts = [0] + [found.end() for found in _LINE_BREAK.finditer(self.body)]
-        self.chunks = sorted((c["char_start"], c["char_end"], c["chunk_id"]) for c in chunks)
-
-    def in_body(self, line: int) -> bool:
-        return 0 <= line - self.body_start_line < len(self.line_starts)
-
-    def body_occurrence(self, line: int, pattern: re.Pattern[str], written: str) -> _Occurrence:
-        """Evidence: the chunks holding a match of ``pattern`` on the line (all chunks on
-        the line if none holds one whole); ``written`` stands in for an empty line."""
-        index = line - self.body_start_line
-        start = self.line_starts[index]
-        end = self.line_starts[index + 1] if index + 1 < len(self.line_starts) else len(self.body)
-        text = _LINE_BREAK.sub("", self.body[start:end])
-        spans = [(start + m.start(), start + m.end()) for m in pattern.finditer(text)]
-        holding = [chunk_id for chunk_start, chunk_end, chunk_id in self.chunks
-                   if any(chunk_start <= s and e <= chunk_end for s, e in spans)]
-        if not holding:
-            holding = [chunk_id for chunk_start, chunk_end, chunk_id in self.chunks
-                       if chunk_start < max(end, start + 1) and start < chunk_end]
-        return _Occurrence(line, tuple(sorted(set(holding))), _excerpt(text, pattern) or written)
-
-    def frontmatter_occurrence(self, key: str, line: int, written: str) -> _Occurrence:
-        """Frontmatter has no chunk: the evidence is the field, rendered from its value
-        (the raw YAML is not stored), e.g. ``up: "[[Lumen]]"``."""
-        value = json.dumps(self.frontmatter.get(key), ensure_ascii=False)
-        pattern = re.compile(re.escape(written), re.IGNORECASE)
-        return _Occurrence(line, (), _excerpt(f"{key}: {value}", pattern))
-
-    def frontmatter_tag_field(self, tag: str) -> str:
-        for key in ("tags", "tag"):
-            if tag in json.dumps(self.frontmatter.get(key), ensure_ascii=False).lower():
-                return key
-        return "tags"
-
-
-def _wikilink_pattern(target: str) -> re.Pattern[str]:
-    return re.compile(r"\[\[\s*" + re.escape(target))
-
-
-def _tag_pattern(tag: str) -> re.Pattern[str]:
-    return re.compile("#" + re.escape(tag) + r"(?![\w/-])", re.IGNORECASE)
-
-
 @dataclass
 class _GraphBuilder:
     vault: str
     resolver: LinkResolver
     nodes: dict[str, Node] = field(default_factory=dict)
-    edges: dict[tuple[str, str, str, str, str], list[_Occurrence]] = field(default_factory=dict)
+    edges: dict[tuple[str, str, str, str, str], list[Occurrence]] = field(default_factory=dict)
     broken: set[BrokenLink] = field(default_factory=set)
     mentions: set[Mention] = field(default_factory=set)
     references: set[GraphReference] = field(default_factory=set)
 
     def add_edge(self, src: str, relation: str, dst: str, extractor: str, origin: str,
-                 occurrence: _Occurrence) -> None:
+                 occurrence: Occurrence) -> None:
         self.edges.setdefault((src, relation, dst, extractor, origin), []).append(occurrence)
 
-    def mention(self, occurrence: _Occurrence, node: str, origin: str) -> None:
+    def mention(self, occurrence: Occurrence, node: str, origin: str) -> None:
         for chunk_id in occurrence.evidence:
             self.mentions.add(Mention(chunk_id, node, origin, self.vault))
 
     def target_node(self, candidates: tuple[str, ...], origin: str, target: str,
-                    occurrence: _Occurrence) -> str | None:
+                    occurrence: Occurrence) -> str | None:
         """The node a link leads to, or None: a broken link is recorded, and a link to
         the note itself (``[[#Heading]]``, ``[[Self]]``) leads nowhere."""
         if len(candidates) == 1:
@@ -160,7 +84,7 @@ class _GraphBuilder:
             candidates, occurrence.line, occurrence.evidence))
         return None
 
-    def tag(self, tag: str, origin: str, occurrence: _Occurrence) -> None:
+    def tag(self, tag: str, origin: str, occurrence: Occurrence) -> None:
         """TAGGED note->tag, and CHILD_OF up the nesting ('a/b/c' -> 'a/b' -> 'a')."""
         self.nodes[f"tag:{tag}"] = Node(f"tag:{tag}", "tag", tag, None)
         self.add_edge(origin, "TAGGED", f"tag:{tag}", "tag", origin, occurrence)
@@ -171,7 +95,7 @@ class _GraphBuilder:
             self.add_edge(f"tag:{child}", "CHILD_OF", f"tag:{parent}", "tag", origin, occurrence)
             child = parent
 
-    def url(self, url: str, origin: str, occurrence: _Occurrence) -> None:
+    def url(self, url: str, origin: str, occurrence: Occurrence) -> None:
         canonical = canonical_url(url)
         if canonical is None:
             return
@@ -200,7 +124,7 @@ def _note_node(vault: str, row: dict) -> Node:
     return Node(row["note_key"], "note", row["title"], vault, properties)
 
 
-def _extract_note(builder: _GraphBuilder, row: dict, text: _NoteText,
+def _extract_note(builder: _GraphBuilder, row: dict, text: NoteText,
                   relation_fields: Collection[str]) -> None:
     frontmatter_lines = _wikilinks(builder, row, text)
     _markdown_links(builder, row, text)
@@ -209,7 +133,7 @@ def _extract_note(builder: _GraphBuilder, row: dict, text: _NoteText,
     _tags(builder, row, text)
 
 
-def _wikilinks(builder: _GraphBuilder, row: dict, text: _NoteText) -> dict[str, int]:
+def _wikilinks(builder: _GraphBuilder, row: dict, text: NoteText) -> dict[str, int]:
     """Body wikilinks and embeds; returns the line of each frontmatter target, which the
     frontmatter pass needs for its broken links."""
     origin, resolver = row["note_key"], builder.resolver
@@ -221,8 +145,7 @@ def _wikilinks(builder: _GraphBuilder, row: dict, text: _NoteText) -> dict[str, 
             continue
         if not link["target"]:
             continue  # [[#Heading]] / [[#^block]] point into the note itself
-        occurrence = text.body_occurrence(link["line"], _wikilink_pattern(link["target"]),
-                                          f"[[{link['target']}]]")
+        occurrence = text.wikilink_occurrence(link["line"], link["target"])
         node = builder.target_node(resolver.resolve(link["target"]), origin, link["target"],
                                    occurrence)
         if node:
@@ -232,7 +155,7 @@ def _wikilinks(builder: _GraphBuilder, row: dict, text: _NoteText) -> dict[str, 
     return frontmatter_lines
 
 
-def _markdown_links(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
+def _markdown_links(builder: _GraphBuilder, row: dict, text: NoteText) -> None:
     """http(s) URLs become link nodes; relative paths resolve like wikilinks."""
     origin = row["note_key"]
     for link in sorted(row.get("links") or [], key=lambda link: (link["line"], link["url"])):
@@ -254,7 +177,7 @@ def _markdown_links(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
             builder.mention(occurrence, node, origin)
 
 
-def _frontmatter_links(builder: _GraphBuilder, row: dict, text: _NoteText,
+def _frontmatter_links(builder: _GraphBuilder, row: dict, text: NoteText,
                        relation_fields: Collection[str], lines: dict[str, int]) -> None:
     """A relation field names the edge (``up:`` -> UP); other link fields are LINKS_TO."""
     origin = row["note_key"]
@@ -271,7 +194,7 @@ def _frontmatter_links(builder: _GraphBuilder, row: dict, text: _NoteText,
                 builder.add_edge(origin, "LINKS_TO", node, "frontmatter", origin, occurrence)
 
 
-def _typed_relations(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
+def _typed_relations(builder: _GraphBuilder, row: dict, text: NoteText) -> None:
     """``[[A]]|REL|[[B]]`` and ``relationships:``; "" on either side is the note itself."""
     origin = row["note_key"]
     for relation in sorted(row.get("relations") or [],
@@ -294,12 +217,11 @@ def _typed_relations(builder: _GraphBuilder, row: dict, text: _NoteText) -> None
                          origin, occurrence)
 
 
-def _tags(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
+def _tags(builder: _GraphBuilder, row: dict, text: NoteText) -> None:
     for entry in sorted(row.get("tag_lines") or [], key=lambda entry: entry["tag"]):
         for line in entry["lines"]:
             if text.in_body(line):
-                occurrence = text.body_occurrence(line, _tag_pattern(entry["tag"]),
-                                                  f"#{entry['tag']}")
+                occurrence = text.tag_occurrence(line, entry["tag"])
             else:
                 occurrence = text.frontmatter_occurrence(
                     text.frontmatter_tag_field(entry["tag"]), line, entry["tag"])
@@ -308,7 +230,9 @@ def _tags(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
 
 @cache
 def _block_parser():
-    return new_markdown_parser()
+    """Block structure only: code blocks need no inline parsing (4x faster on link-dense
+    notes)."""
+    return new_markdown_parser().disable("inline")
 
 
 def _code_lines(body: str) -> set[int]:
@@ -318,17 +242,19 @@ def _code_lines(body: str) -> set[int]:
             for line in range(*token.map)}
 
 
-def _references(builder: _GraphBuilder, row: dict, text: _NoteText) -> None:
-    """Tickets and commits the body cites outside code blocks, for cross_source_links to
-    resolve in whichever source holds them (their lines count the whole file)."""
-    found = [ref for ref in find_references(text.body) if ref.kind in (JIRA, GITHUB, COMMIT)]
+def _references(builder: _GraphBuilder, row: dict, text: NoteText) -> None:
+    """Tickets, commits, mail messages and pages the body cites outside code blocks, for
+    cross_source_links to resolve in whichever source holds them (their lines count the
+    whole file)."""
+    found = [ref for ref in find_references(text.body)
+             if ref.kind in (JIRA, GITHUB, COMMIT, MESSAGE, PAGE)]
     code = _code_lines(text.body) if found else set()
     for ref in found:
         if ref.line not in code:
             builder.references.add(GraphReference(
                 builder.vault, row["note_key"], row["note_key"], ref.relation, ref.kind,
                 ref.target, ref.written, text.body_start_line + ref.line - 1,
-                chunks_holding(text.chunks, ref.start, ref.end), line_text(text.body, ref.start)))
+                text.chunks_holding(ref.start, ref.end), text.line_excerpt(ref.start)))
 
 
 
@@ -353,7 +279,7 @@ def extract_vault_graph(
     fields = set(relation_fields)
     for row in rows:
         builder.nodes[row["note_key"]] = _note_node(source, row)
-        note_text = _NoteText(row, chunks_by_path.get(row["path"], []))
+        note_text = NoteText(row, chunks_by_path.get(row["path"], []))
         _extract_note(builder, row, note_text, fields)
         _references(builder, row, note_text)
 

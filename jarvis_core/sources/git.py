@@ -113,6 +113,73 @@ def reachable(repo: Path, head: str) -> list[str]:
     return git(repo, "rev-list", "--topo-order", head).decode().split()
 
 
+def walk_history(repo: Path, head: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """What ``reachable`` gives, for a history git cannot walk (a commit object missing or
+    corrupt): commit objects are read one by one through ``cat-file --batch`` and a commit
+    that cannot be read is a failure (sha, reason) whose ancestors are reached only through
+    other paths. Children come before parents."""
+    found, failures, seen, wave = [], [], {head}, [head]
+    with _ObjectReader(repo) as reader:
+        while wave:
+            parents = []
+            for sha in wave:
+                content = reader.read(sha)
+                if isinstance(content, str):
+                    failures.append((sha, f"{content}; the history behind it is not read"))
+                    continue
+                found.append(sha)
+                for line in content.split(b"\n\n", 1)[0].splitlines():
+                    if line.startswith(b"parent ") and (parent := line[7:].decode()) not in seen:
+                        seen.add(parent)
+                        parents.append(parent)
+            wave = parents
+    return found, failures
+
+
+class _ObjectReader:
+    """One ``git cat-file --batch`` process read object by object; git exits on a corrupt
+    object, so that object is a failure and a new process reads on."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self._process: subprocess.Popen | None = None
+
+    def __enter__(self) -> _ObjectReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+
+    def read(self, sha: str) -> bytes | str:
+        """The object's content, or why it cannot be read."""
+        if self._process is None:
+            self._process = subprocess.Popen(
+                ["git", "-C", str(self.repo), "cat-file", "--batch"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env={**os.environ, "GIT_CEILING_DIRECTORIES": str(self.repo.parent),
+                     "LC_ALL": "C"})
+        process = self._process
+        try:
+            process.stdin.write(sha.encode() + b"\n")
+            process.stdin.flush()
+            header = process.stdout.readline().split()
+        except OSError:
+            header = []
+        if len(header) < 3:
+            if not header:
+                self._stop()  # git gave up on this object; a fresh process reads the next
+            why = header[-1].decode() if header else "corrupt"
+            return f"commit object {sha} cannot be read ({why})"
+        content = process.stdout.read(int(header[2]) + 1)[:-1]
+        return content if header[1] == b"commit" else f"object {sha} is not a commit"
+
+
 @dataclass
 class CommitRecord:
     sha: str
@@ -185,7 +252,8 @@ def read_commits(repo: Path, shas: Sequence[str], batch: int = 2000
                  ) -> tuple[list[CommitRecord], list[tuple[str, str]]]:
     """The commits ``shas`` with the files each changed (renames followed; a merge lists
     none, its changes belong to the commits merged). A batch git cannot read is retried
-    commit by commit, so one corrupt commit is one failure: (sha, reason)."""
+    commit by commit, so one corrupt commit (or one git cannot diff, or whose dates cannot
+    be read) is one failure: (sha, reason)."""
     commits, failures = [], []
 
     def log(part: Sequence[str]) -> list[CommitRecord]:
@@ -197,12 +265,13 @@ def read_commits(repo: Path, shas: Sequence[str], batch: int = 2000
         part = shas[start:start + batch]
         try:
             commits.extend(log(part))
-        except GitError:
+        except (GitError, ValueError):
             for sha in part:
                 try:
                     commits.extend(log([sha]))
-                except GitError as exc:
-                    failures.append((sha, str(exc).rpartition(": ")[2] or str(exc)))
+                except (GitError, ValueError) as exc:
+                    failures.append((sha, (str(exc).rpartition(": ")[2] or str(exc))
+                                     if isinstance(exc, GitError) else f"unreadable: {exc}"))
     return commits, failures
 
 

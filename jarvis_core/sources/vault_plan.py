@@ -17,7 +17,10 @@ from pathlib import PurePosixPath
 import duckdb
 import polars as pl
 
+from jarvis_core import progress
+from jarvis_core.config import IngestSettings
 from jarvis_core.graph.keys import note_key
+from jarvis_core.sources.limits import ItemTooSlow, cap_links, cpu_time_limit
 from jarvis_core.sources.notes import parse_note
 from jarvis_core.sources.parsed_note import ParsedNote
 from jarvis_core.sources.plan import ItemCounts, utc_now
@@ -25,7 +28,9 @@ from jarvis_core.sources.vault_scan import NoteReadError, VaultFile, VaultScan, 
 from jarvis_core.stores import tables
 
 PARSER_VERSION = 2
+PROGRESS_EVERY = 200  # notes between progress reports
 
+_LIMITS = IngestSettings()  # the defaults
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+")
 
@@ -103,8 +108,11 @@ def note_row(source: str, file: VaultFile, content_hash: str, parsed: ParsedNote
 
 
 def plan_ingest(source: str, scan: VaultScan, stored_notes: StoredNotes,
-                max_note_bytes: int) -> IngestPlan:
-    """Compare a fresh scan with the stored notes and parse what is new or changed."""
+                max_note_bytes: int, *, max_links: int = _LIMITS.max_links_per_note,
+                max_item_seconds: float = _LIMITS.max_item_seconds) -> IngestPlan:
+    """Compare a fresh scan with the stored notes and parse what is new or changed; a note
+    with more than ``max_links`` links keeps the first ones, one that takes more than
+    ``max_item_seconds`` CPU seconds to read and parse is a failure."""
     plan = IngestPlan(source=source)
     now = utc_now()
     stored = {row["path"]: row for row in stored_notes.notes.iter_rows(named=True)}
@@ -114,7 +122,10 @@ def plan_ingest(source: str, scan: VaultScan, stored_notes: StoredNotes,
     for problem in scan.problems:
         plan.failures.append({"source": source, "path": problem.path, "reason": problem.reason,
                               "size_bytes": None, "mtime_ns": None, "detected_at": now})
-    for file in scan.notes:
+    notes = scan.notes
+    for count, file in enumerate(notes):
+        if count % PROGRESS_EVERY == 0:
+            progress.report(source, "raw_notes", count, len(notes))
         old = stored.get(file.path)
         if (old and old["size_bytes"] == file.size_bytes and old["mtime_ns"] == file.mtime_ns
                 and old["parser_version"] == PARSER_VERSION):
@@ -128,14 +139,17 @@ def plan_ingest(source: str, scan: VaultScan, stored_notes: StoredNotes,
                 plan.removed_paths.add(file.path)
             continue
         try:
-            text, content_hash, warnings = read_note(file, max_note_bytes)
-            if old and old["content_hash"] == content_hash and \
-                    old["parser_version"] == PARSER_VERSION:
-                plan.touched.append((file.size_bytes, file.mtime_ns, file.path))
-                plan.unchanged += 1
-                continue
-            parsed = parse_note(text, path=file.path)
-        except NoteReadError as exc:
+            with cpu_time_limit(max_item_seconds, file.path):
+                text, content_hash, warnings = read_note(file, max_note_bytes)
+                if old and old["content_hash"] == content_hash and \
+                        old["parser_version"] == PARSER_VERSION:
+                    plan.touched.append((file.size_bytes, file.mtime_ns, file.path))
+                    plan.unchanged += 1
+                    continue
+                parsed = parse_note(text, path=file.path)
+            if cut := cap_links(parsed, max_links):
+                warnings.append(cut)
+        except (NoteReadError, ItemTooSlow) as exc:
             plan.failures.append({"source": source, "path": file.path, "reason": str(exc),
                                   "size_bytes": file.size_bytes, "mtime_ns": file.mtime_ns,
                                   "detected_at": now})
@@ -156,7 +170,8 @@ def plan_ingest(source: str, scan: VaultScan, stored_notes: StoredNotes,
         (plan.changed if old else plan.new).append(file.path)
         hashes_seen[content_hash] = file.path
 
-    on_disk = {file.path for file in scan.notes}
+    progress.report(source, "raw_notes", len(notes), len(notes))
+    on_disk = {file.path for file in notes}
     for path, old in stored.items():
         if path not in on_disk:
             plan.deleted.append(path)

@@ -15,6 +15,14 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
+from jarvis_core.sources.confinement import (
+    NOT_UTF8_NAME,
+    OUTSIDE_SOURCE,
+    is_utf8_name,
+    leaves,
+    printable_name,
+)
+
 NOTE_SUFFIX = ".md"
 _SNIFF_BYTES = 8192
 _MAX_REPLACEMENT_RATIO = 0.2
@@ -28,6 +36,7 @@ class VaultFile:
     absolute_path: Path
     size_bytes: int
     mtime_ns: int
+    root: str | None = None  # the vault's real path, checked again when the file is read
 
     @property
     def is_note(self) -> bool:
@@ -66,10 +75,12 @@ def scan_vault(root: Path, exclude: tuple[str, ...] = ()) -> VaultScan:
     """Stat every visible file under ``root``, following directory symlinks once.
 
     Hidden entries (a leading '.') are skipped as Obsidian does; a directory symlink that
-    leads back to a directory already walked, a file symlink loop and a dangling symlink
+    leads back to a directory already walked, a file symlink loop, a dangling symlink, a
+    symlink (file or folder) whose real path leaves the vault and a name that is not UTF-8
     are reported as problems instead of raising.
     """
     root = root.resolve()
+    inside = str(root)
     files: list[VaultFile] = []
     problems: list[ScanProblem] = []
     visited: set[str] = set()
@@ -91,6 +102,12 @@ def scan_vault(root: Path, exclude: tuple[str, ...] = ()) -> VaultScan:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             if _excluded(rel, exclude):
                 continue
+            if not is_utf8_name(entry.name):
+                problems.append(ScanProblem(printable_name(rel), NOT_UTF8_NAME))
+                continue
+            if entry.is_symlink() and leaves(inside, entry.path):
+                problems.append(ScanProblem(rel, OUTSIDE_SOURCE))
+                continue
             try:
                 stat = entry.stat(follow_symlinks=True)
             except OSError as exc:
@@ -99,7 +116,8 @@ def scan_vault(root: Path, exclude: tuple[str, ...] = ()) -> VaultScan:
             if entry.is_dir(follow_symlinks=True):
                 walk(Path(entry.path), rel)
             elif entry.is_file(follow_symlinks=True):
-                files.append(VaultFile(rel, Path(entry.path), stat.st_size, stat.st_mtime_ns))
+                files.append(VaultFile(rel, Path(entry.path), stat.st_size, stat.st_mtime_ns,
+                                       inside))
             else:
                 problems.append(ScanProblem(rel, "not a regular file (device, socket or pipe)"))
 
@@ -121,6 +139,8 @@ def read_note(file: VaultFile, max_bytes: int) -> tuple[str, str, list[str]]:
     Text that is not valid UTF-8 is decoded with replacement characters and a warning
     naming the first bad byte, unless so much of it is undecodable that it is binary.
     """
+    if file.root is not None and leaves(file.root, file.absolute_path):  # swapped since
+        raise NoteReadError(OUTSIDE_SOURCE)
     if file.size_bytes > max_bytes:
         raise NoteReadError(
             f"file is {file.size_bytes / 1_048_576:.1f} MB, over the "

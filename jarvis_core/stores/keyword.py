@@ -33,11 +33,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
 import tantivy
 
 from jarvis_core.stores.vectors.filters import VectorFilter
+
+if TYPE_CHECKING:
+    import polars as pl
 
 ANALYZER = "jarvis_en"
 MAX_TOKEN_CHARS = 40

@@ -26,6 +26,9 @@ from pathlib import Path
 
 from charset_normalizer import from_bytes
 
+from jarvis_core.config import IngestSettings
+from jarvis_core.sources.limits import ItemTooSlow, cpu_time_limit
+from jarvis_core.sources.listings import ticket_files, ticket_listing
 from jarvis_core.sources.tickets.fields import (
     GITHUB,
     JIRA,
@@ -35,6 +38,7 @@ from jarvis_core.sources.tickets.fields import (
     attach_comments,
     content_hash,
     document_text,
+    within,
 )
 from jarvis_core.sources.tickets.github import (
     comment_issue_number,
@@ -44,6 +48,8 @@ from jarvis_core.sources.tickets.github import (
 from jarvis_core.sources.tickets.jira import jira_ticket
 
 _DUPLICATE = "also in "  # the warning on the kept copy of a key found in several files
+_LIMITS = IngestSettings()  # the defaults
+_MAX_REASON_CHARS = 300
 
 
 _BOMS = (("utf-8-sig", b"\xef\xbb\xbf"), ("utf-32", b"\xff\xfe\x00\x00"),
@@ -79,27 +85,20 @@ def decode_json_bytes(data: bytes) -> tuple[str, list[str]]:
                            f"{best.encoding}"]
 
 
-def ticket_files(root: Path) -> Iterator[tuple[Path, str]]:
-    """(file, path relative to the ticket set) of every JSON file, sorted; hidden skipped."""
-    if root.is_file():
-        yield root, root.name
-        return
-    for file in sorted(root.rglob("*.json")):
-        relative = file.relative_to(root).as_posix()
-        if not any(part.startswith(".") for part in relative.split("/")) and file.is_file():
-            yield file, relative
-
-
 def parse_file(data: bytes, path: str, *, source: str, repo: str | None = None,
-               expected: str = "auto") -> TicketFile:
+               expected: str = "auto", limits: IngestSettings = _LIMITS) -> TicketFile:
     """Every ticket in one export file; raises TicketError when the file as a whole is
-    unusable (not JSON, neither format, not the ``expected`` format), records failures of
-    single issues."""
+    unusable (not JSON, nested past the parser's depth, neither format, not the
+    ``expected`` format), records failures of single issues: whatever one issue holds, it
+    is a failure of that issue (the error named), never of the file."""
     text, warnings = decode_json_bytes(data)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TicketError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+                          ) from exc
+    except RecursionError as exc:
+        raise TicketError("JSON nested too deeply to read (over Python's recursion limit)"
                           ) from exc
     result = TicketFile(path, warnings=warnings)
     for location, item, system in _items(document):
@@ -109,13 +108,18 @@ def parse_file(data: bytes, path: str, *, source: str, repo: str | None = None,
                               f"format is {expected}")
         where = f"{path}{location}"
         try:
-            if system == "github-comment":
-                number = comment_issue_number(item)
-                result.comments.setdefault(number, []).append(github_comment(item))
-                continue
-            ticket = (jira_ticket(item) if system == JIRA else github_ticket(item, repo))
-        except TicketError as exc:
+            with cpu_time_limit(limits.max_item_seconds, where):
+                if system == "github-comment":
+                    number = comment_issue_number(item)
+                    result.comments.setdefault(number, []).append(github_comment(item))
+                    continue
+                ticket = (jira_ticket(item, limits.max_ticket_chars) if system == JIRA
+                          else github_ticket(item, repo))
+        except (TicketError, ItemTooSlow) as exc:
             result.failures.append((where, str(exc)))
+            continue
+        except Exception as exc:  # an item shaped like nothing expected: its failure only
+            result.failures.append((where, unexpected(exc)))
             continue
         ticket.update(source=source, path=path,
                       warnings=[*warnings, *ticket.pop("warnings", [])])
@@ -146,6 +150,11 @@ def _items(document: object) -> Iterator[tuple[str, dict, str]]:
             "neither a Jira issue or search page (keys 'key'/'fields' or 'issues') nor GitHub "
             f"issues (objects with 'number'); top level is a {type(document).__name__}"
             + (f" with keys {keys}" if keys else ""))
+
+
+def unexpected(exc: Exception) -> str:
+    """The reason for an error no reader anticipated, short enough for a table cell."""
+    return f"unreadable: {type(exc).__name__}: {exc}"[:_MAX_REASON_CHARS]
 
 
 def _object(item: object, index: int) -> dict:
@@ -191,15 +200,18 @@ def _reused(ticket: dict) -> dict:
 
 def read_ticket_set(root: Path, source: str, *, repo: str | None = None,
                     expected: str = "auto",
-                    reuse: Mapping[str, tuple[str, list[dict]]] | None = None) -> TicketSet:
+                    reuse: Mapping[str, tuple[str, list[dict]]] | None = None,
+                    limits: IngestSettings = _LIMITS) -> TicketSet:
     """Parse every export file under ``root``, except that a file whose hash is the one in
     ``reuse`` (path -> (hash, its stored tickets)) gives its stored tickets unparsed. A
     duplicate key keeps its most recently updated copy and notes the other file in the
-    ticket's warnings."""
+    ticket's warnings. Refused files (a symlink out of the export, a name that is not
+    UTF-8) and files no reader could make sense of are failures; the rest goes on."""
     _missing(root)
     result = TicketSet()
     comments: dict[int, list[dict]] = {}
-    for file, relative in ticket_files(root):
+    files, result.failures = ticket_listing(root)
+    for file, relative in files:
         try:
             data = file.read_bytes()
             digest = result.files[relative] = hashlib.sha256(data).hexdigest()
@@ -208,10 +220,12 @@ def read_ticket_set(root: Path, source: str, *, repo: str | None = None,
                 parsed = TicketFile(relative, tickets=[_reused(t) for t in stored[1]])
                 result.reused_files += 1
             else:
-                parsed = parse_file(data, relative, source=source, repo=repo, expected=expected)
-        except (OSError, TicketError) as exc:
+                parsed = parse_file(data, relative, source=source, repo=repo, expected=expected,
+                                    limits=limits)
+        except Exception as exc:  # noqa: BLE001 - one file's problem, whatever it is
             result.files.setdefault(relative, UNREADABLE)
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            reason = (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                      if isinstance(exc, (OSError, TicketError)) else unexpected(exc))
             result.failures.append((relative, reason))
             continue
         result.failures.extend(parsed.failures)
@@ -228,7 +242,12 @@ def read_ticket_set(root: Path, source: str, *, repo: str | None = None,
                 ticket = newer
             result.tickets[ticket["key"]] = ticket
     attach_comments(result.tickets.values(), comments)
-    for ticket in result.tickets.values():
-        ticket["text"] = document_text(ticket)
-        ticket["content_hash"] = content_hash(ticket)
+    for key, ticket in list(result.tickets.items()):
+        try:
+            ticket["warnings"] = [*ticket["warnings"], *within(ticket, limits.max_ticket_chars)]
+            ticket["text"] = document_text(ticket)
+            ticket["content_hash"] = content_hash(ticket)
+        except Exception as exc:  # noqa: BLE001 - a ticket no step expected fails alone
+            del result.tickets[key]
+            result.failures.append((f"{ticket['path']}#{key}", unexpected(exc)))
     return result

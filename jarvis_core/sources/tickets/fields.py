@@ -57,6 +57,37 @@ def timestamp(value: object, what: str) -> datetime | None:
     return parsed
 
 
+def as_list(value: object) -> list:
+    """A list field however an export wrote it: a list, nothing, or one bare value (labels
+    given as ``5``, components as one object)."""
+    if value is None or value == "":
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def within(ticket: dict, limit: int) -> list[str]:
+    """Cut a ticket's text to ``limit`` characters, the description first, then comments in
+    order; warnings saying what was cut (``ingest.max_ticket_chars``)."""
+    warnings = []
+    description = ticket["description"] or ""
+    if len(description) > limit:
+        ticket["description"] = description[:limit]
+        warnings.append(f"description cut to {limit} characters (ingest.max_ticket_chars)")
+    budget = limit - len(ticket["description"] or "")
+    kept = []
+    for comment in ticket["comments"]:
+        if budget <= 0:
+            break
+        body = comment["body"] or ""
+        kept.append({**comment, "body": body[:budget]})
+        budget -= len(body)
+    if len(kept) < len(ticket["comments"]) or budget < 0:
+        warnings.append(f"comments cut after {len(kept)} of {len(ticket['comments'])}: the "
+                        f"ticket's text is over {limit} characters (ingest.max_ticket_chars)")
+    ticket["comments"] = kept
+    return warnings
+
+
 def required(field_name: str, value: object) -> str:
     text = text_of(value) if not isinstance(value, (dict, list)) else None
     if text is None:

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from jarvis_core.sources.tickets.fields import (
     GITHUB,
     TicketError,
+    as_list,
     name_of,
     new_ticket,
     person,
@@ -55,7 +56,7 @@ def github_ticket(item: dict, repo: str | None) -> dict:
     if "__invalid__" in item:
         raise TicketError(item["__invalid__"])
     number = item.get("number")
-    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number < 2**63:
         raise TicketError(f"missing or invalid 'number': {number!r}")
     repo = repo or github_repo_of(item)
     if not repo:
@@ -65,7 +66,7 @@ def github_ticket(item: dict, repo: str | None) -> dict:
     is_pull = isinstance(item.get("pull_request"), dict) or item.get("pull_request") is True
     merged = (item.get("pull_request") or {}).get("merged_at") if is_pull and isinstance(
         item.get("pull_request"), dict) else None
-    assignees = [a for a in (item.get("assignees") or []) if a] or (
+    assignees = [a for a in as_list(item.get("assignees")) if a] or (
         [item["assignee"]] if item.get("assignee") else [])
     comments = item.get("comments")
     milestone = item.get("milestone")
@@ -74,10 +75,10 @@ def github_ticket(item: dict, repo: str | None) -> dict:
         description=str(item.get("body") or "").strip(),
         status="merged" if merged else text_of(item.get("state")),
         type="pull request" if is_pull else "issue", priority=None,
-        labels=[name_of(label) for label in item.get("labels") or [] if name_of(label)],
+        labels=[n for n in map(name_of, as_list(item.get("labels"))) if n],
         components=[],
-        fix_versions=[name_of(milestone.get("title"))] if isinstance(milestone, dict)
-        and milestone.get("title") else [],
+        fix_versions=[n for n in [name_of(milestone.get("title"))] if n]
+        if isinstance(milestone, dict) else [],
         assignee=_github_person(assignees[0]) if assignees else None,
         reporter=_github_person(item.get("user")),
         created_at=timestamp(item.get("created_at"), f"#{number}: created_at"),

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import duckdb
 
-from jarvis_core.config import TicketsConfig
+from jarvis_core.config import IngestSettings, TicketsConfig
 from jarvis_core.sources.plan import ItemCounts, failure_row
 from jarvis_core.sources.tickets.export import TicketSet, export_file_hashes, read_ticket_set
 from jarvis_core.sources.tickets.fields import JIRA, PARSER_VERSION
@@ -70,14 +70,16 @@ def reusable(stored_rows: list[dict], stored: StoredTickets
 
 
 def read_changed_export(conn: duckdb.DuckDBPyConnection, source: str,
-                        settings: TicketsConfig, stored: StoredTickets) -> TicketSet:
+                        settings: TicketsConfig, stored: StoredTickets,
+                        limits: IngestSettings | None = None) -> TicketSet:
     """Parse the export, reusing the stored tickets of files that hash as before."""
     reuse = {}
     if stored.files.get(_SETTINGS) == settings_id(settings):
         reuse = reusable(tables.read_frame(conn, "SELECT * FROM tickets WHERE source = ?",
                                            [source]).to_dicts(), stored)
     return read_ticket_set(settings.path, source, repo=settings.repo,
-                           expected=settings.format, reuse=reuse)
+                           expected=settings.format, reuse=reuse,
+                           limits=limits or IngestSettings())
 
 
 def key_changes(ticket_set: TicketSet, stored: dict[str, str]) -> dict[str, list[str]]:

@@ -45,7 +45,7 @@ TAGGED = "TAGGED"
 
 # Nodes that stand for a source's documents: they live until their document is removed,
 # while every other node is garbage once no edge touches it.
-DOCUMENT_TYPES = (NOTE, "commit", "repo_doc", "ticket")
+DOCUMENT_TYPES = (NOTE, "commit", "repo_doc", "ticket", "thread", "page")
 
 
 DOCUMENT_TYPES_SQL = "(" + ", ".join(f"'{t}'" for t in DOCUMENT_TYPES) + ")"
@@ -143,7 +143,7 @@ class GraphStore(ABC):
 
     @abstractmethod
     def document_keys(self, source: str | None = None) -> set[str]:
-        """Keys of the document nodes (notes, commits, repo docs, tickets) of ``source``."""
+        """Keys of the document nodes (``DOCUMENT_TYPES``) of ``source``."""
 
     @abstractmethod
     def dangling_edges(self) -> int:

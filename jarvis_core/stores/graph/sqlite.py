@@ -338,6 +338,16 @@ class SqliteGraphStore(GraphStore):
                 "AND (?1 IS NULL OR source = ?1)", (source,)).fetchall()
         return {key for (key,) in rows}
 
+    def check(self) -> dict[str, int]:
+        """Document nodes per source, after SQLite's structural check; raises
+        ``sqlite3.DatabaseError`` for a damaged file."""
+        with self._reading() as conn:
+            problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)").fetchall()]
+            if problems != ["ok"]:
+                raise sqlite3.DatabaseError(f"{self.path}: {'; '.join(problems)}")
+            return dict(conn.execute(f"SELECT source, count(*) FROM nodes WHERE type IN "
+                                     f"{DOCUMENT_TYPES_SQL} GROUP BY source").fetchall())
+
     def dangling_edges(self) -> int:
         with self._lock:
             self._require_open()

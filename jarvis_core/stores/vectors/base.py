@@ -193,6 +193,10 @@ class VectorStore(ABC):
         self._require_open()
         return self._counts_by_source()
 
+    def check(self) -> dict[str, int]:
+        """Vectors per source; raises when the store cannot answer what the pipeline asks."""
+        return self.counts_by_source()
+
     def search(
         self,
         vector: Sequence[float] | np.ndarray,

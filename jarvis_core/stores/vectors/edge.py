@@ -104,6 +104,15 @@ class EdgeVectorStore(VectorStore):
                 raise
         staging.rename(dest)
 
+    def check(self) -> dict[str, int]:
+        """Vectors per source, after a facet over every keyword index: deleted segment files
+        lose the payload indexes ("No appropriate index for faceting") yet still open."""
+        with self._lock:
+            self._require_open()
+            for name in KEYWORD_FIELDS:
+                self._shard.facet(qe.FacetRequest(name, limit=1, exact=False))
+            return self._counts_by_source()
+
     def optimize(self) -> None:
         """Run Edge's optimizers (HNSW build, segment merges): Edge never runs them itself."""
         with self._lock:

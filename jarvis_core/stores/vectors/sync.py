@@ -16,6 +16,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from jarvis_core import progress
 from jarvis_core.stores.vectors.base import VectorPoint, VectorStore
 from jarvis_core.text.chunking import embedding_text
 
@@ -27,17 +28,22 @@ _DOCUMENT_DATES = (
     "SELECT path, modified_at FROM repo_docs WHERE source = $1",
     "SELECT 'tickets/' || key AS path, coalesce(updated_at, created_at) AS modified_at "
     "FROM tickets WHERE source = $1",
+    "SELECT 'threads/' || thread_id AS path, last_at AS modified_at FROM mail_threads "
+    "WHERE source = $1",
+    "SELECT 'pages/' || page_id AS path, coalesce(updated_at, created_at) AS modified_at "
+    "FROM pages WHERE source = $1",
 )
 
-# The chunk columns (plus the note's tags or the ticket's labels and the document's
+# The chunk columns (plus the note's tags or the ticket's or page's labels and the document's
 # modification time) a vector carries; other documents have no tags.
 PAYLOAD_SQL = f"""
     SELECT c.chunk_id, c.source, c.source_type, c.doc_key, c.path, c.title,
            c.heading_path, c.context, c.text,
-           coalesce(n.tags, t.labels, []::VARCHAR[]) AS tags, d.modified_at
+           coalesce(n.tags, t.labels, p.labels, []::VARCHAR[]) AS tags, d.modified_at
     FROM chunks c
     LEFT JOIN notes n ON n.source = c.source AND n.path = c.path
     LEFT JOIN tickets t ON t.source = c.source AND 'tickets/' || t.key = c.path
+    LEFT JOIN pages p ON p.source = c.source AND 'pages/' || p.page_id = c.path
     LEFT JOIN ({" UNION ALL ".join(_DOCUMENT_DATES)}) d ON d.path = c.path
     WHERE c.source = $1
 """
@@ -79,14 +85,18 @@ def payload(row: dict) -> dict:
 
 def sync_source(source: str, chunks: pl.DataFrame, store: VectorStore, embedder: TextEmbedder,
                 batch_size: int = 256) -> SyncReport:
-    """Embed the chunks of ``source`` that have no vector, delete vectors of vanished chunks."""
+    """Embed the chunks of ``source`` that have no vector, delete vectors of vanished chunks.
+
+    Vectors are written batch by batch as they are made, so a run that is killed keeps what
+    it embedded and the next one embeds only the rest; progress is reported per batch."""
     stored = store.chunk_ids(source)
     current = set(chunks["chunk_id"].to_list())
     missing = chunks.filter(~pl.col("chunk_id").is_in(list(stored)))
     vanished = stored - current
     if vanished:
         store.delete(sorted(vanished))
-    spent = 0.0
+    spent, done = 0.0, 0
+    progress.report(source, "embeddings", 0, missing.height)
     for batch in missing.iter_slices(batch_size):
         rows = batch.to_dicts()
         started = time.perf_counter()
@@ -94,5 +104,7 @@ def sync_source(source: str, chunks: pl.DataFrame, store: VectorStore, embedder:
         spent += time.perf_counter() - started
         store.upsert([VectorPoint(r["chunk_id"], vector, payload(r))
                       for r, vector in zip(rows, vectors, strict=True)])
+        done += len(rows)
+        progress.report(source, "embeddings", done, missing.height)
     return SyncReport(embedded=missing.height, reused=len(current & stored),
                       deleted=len(vanished), embed_seconds=spent)
