@@ -9,6 +9,7 @@ import dagster as dg
 from jarvis_assets import jobs
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.config import ConfigError, JarvisConfig, ScheduleSettings
+from schedules.memory_decay import memory_decay_schedule
 
 # (schedules.<field> in the configuration, schedule name, job, description)
 SCHEDULES = (
@@ -37,8 +38,8 @@ def per_source_schedule(name: str, job, settings: ScheduleSettings,
 
 
 def build_schedules(config: JarvisConfig) -> list[dg.ScheduleDefinition]:
-    """The schedules; a cron expression Dagster rejects is a configuration error naming
-    ``schedules.<field>.cron``."""
+    """The schedules (and the memory decay); a cron expression Dagster rejects is a
+    configuration error naming ``schedules.<field>.cron``."""
     schedules = []
     for field, name, job, description in SCHEDULES:
         settings = getattr(config.schedules, field)
@@ -47,4 +48,4 @@ def build_schedules(config: JarvisConfig) -> list[dg.ScheduleDefinition]:
         except dg.DagsterInvalidDefinitionError as exc:
             raise ConfigError(f"{config.config_path or 'configuration'}: schedules.{field}.cron: "
                               f"{settings.cron!r} is not a valid cron expression") from exc
-    return schedules
+    return [*schedules, memory_decay_schedule(config)]
