@@ -7,6 +7,7 @@ import dagster as dg
 from jarvis_assets.automation import follows_upstream
 from jarvis_assets.chunks import chunks
 from jarvis_assets.partitions import source_partitions
+from jarvis_assets.progress import logged_progress
 from jarvis_core.stores.vectors.sync import read_payload_rows, sync_source
 from jarvis_resources import EmbedderResource, TablesResource, VectorStoreResource
 
@@ -30,7 +31,7 @@ def embeddings(context: dg.AssetExecutionContext, tables: TablesResource,
     started = time.perf_counter()
     with tables.get_connection() as conn:
         rows = read_payload_rows(conn, source)
-    with vectors.open() as vector_store:
+    with vectors.open() as vector_store, logged_progress(context):
         report = sync_source(source, rows, vector_store, embedder)
         stored = vector_store.count(source)
     context.log.info(f"{source}: embedded {report.embedded}, reused {report.reused}, "

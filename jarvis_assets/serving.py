@@ -11,6 +11,7 @@ from jarvis_assets.cross_links import cross_source_links
 from jarvis_assets.embeddings import VECTORS_POOL, embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.keyword_index import keyword_index
+from jarvis_core.sources.pending import settings_fingerprint
 from jarvis_core.stores.publish import publish_version
 from jarvis_core.text.query_model import prepare_query_model
 from jarvis_resources import (
@@ -45,13 +46,14 @@ def serving_snapshot(context: dg.AssetExecutionContext, jarvis: JarvisConfigReso
                        else None)
         published = publish_version(tables.get_connection, config.data_dir, vector_store,
                                     graph_store, stores.enter_context(keyword.open()),
-                                    graph.backend, query_model)
+                                    graph.backend, settings_fingerprint(config), query_model)
     version = published.version
     context.log.info(f"published serving version {version.name}")
     return dg.MaterializeResult(metadata={
         "version": version.name, "path": dg.MetadataValue.path(str(version.path)),
         "chunks": published.chunks, "vectors": sum(published.vectors_by_source.values()),
         "vectors_by_source": dg.MetadataValue.json(published.vectors_by_source),
+        "vectors_complete": version.manifest["vectors_complete"],
         "collection": vectors.collection,
         "query_model": version.manifest["encoder"] or f"none: {why_none}",
         "publish_seconds": round(time.perf_counter() - started, 3),

@@ -29,13 +29,15 @@ class Publication:
 
 def publish_version(connect: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
                     data_dir: Path, vectors: VectorStore, graph: SqliteGraphStore | None,
-                    keyword: KeywordIndex, graph_backend: str,
+                    keyword: KeywordIndex, graph_backend: str, settings: str,
                     query_model: Path | None = None) -> Publication:
     """Copy every store into a staging version and commit it; a failure leaves nothing
     behind and the current version untouched. ``graph`` is None when the graph lives in a
     server (Neo4j), which readers query directly; so are vectors in a Qdrant server. The
     tables' connection (from ``connect``) is held only while they are copied. A version
-    carries ``query_model`` (the exported encoder) when there is one."""
+    carries ``query_model`` (the exported encoder) when there is one, the fingerprint of the
+    ``settings`` it was made with, and whether every chunk has its vector yet (a first
+    refresh of a large source publishes before its embeddings are done)."""
     name, staging = serving.begin_version(data_dir)
     try:
         with connect() as conn:
@@ -56,7 +58,8 @@ def publish_version(connect: Callable[[], AbstractContextManager[duckdb.DuckDBPy
             "vector_backend": vectors.backend,
             "collection": vectors.collection, "graph_backend": graph_backend,
             "chunks": chunk_count, "chunks_hash": chunks_hash, "vectors": vector_counts,
-            "keyword": keyword_counts, "encoder": encoder,
+            "keyword": keyword_counts, "encoder": encoder, "settings": settings,
+            "vectors_complete": sum(vector_counts.values()) == chunk_count,
         })
     except BaseException:
         serving.abandon_version(staging)

@@ -11,6 +11,7 @@ switch without a restart. Old versions are pruned; open files stay readable on P
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import duckdb
 
-from jarvis_core.stores import tables
+from jarvis_core.stores.transaction import transaction
 
 SERVING_TABLES_FILE = "tables.duckdb"
 VECTORS_DIR = "vectors"
@@ -45,10 +46,15 @@ SERVING_TABLES = {
     "commits": "SELECT * EXCLUDE (message) FROM commits",
     "repo_files": "SELECT * FROM repo_files",
     "repo_docs": "SELECT * EXCLUDE (text) FROM repo_docs",
+    "mail_messages": "SELECT * EXCLUDE (body) FROM mail_messages",
+    "mail_threads": "SELECT * EXCLUDE (text) FROM mail_threads",
+    "pages": "SELECT * EXCLUDE (text) FROM pages",
     "unresolved_references": "SELECT * FROM unresolved_references",
-    # what the repository and ticket sensors compare with (last ingested head, export hashes)
+    # what the repository and export sensors compare with (last ingested head, file hashes)
     "repo_state": "SELECT * FROM repo_state",
     "ticket_files": "SELECT * FROM ticket_files",
+    "mail_files": "SELECT source, path, kind, file_hash FROM mail_files",
+    "page_files": "SELECT source, path, file_hash FROM page_files",
     # the whole snapshot history (trends), and the per-note rows of each newest snapshot
     "analytics_snapshots": "SELECT * FROM analytics_snapshots",
     "analytics_notes": "SELECT n.* FROM analytics_notes n JOIN (SELECT source, "
@@ -93,12 +99,82 @@ class NotPublished(RuntimeError):
     """No serving version exists yet: the pipeline has not completed a refresh."""
 
 
+class VersionDamaged(NotPublished):
+    """A published version cannot be read (its manifest is missing or not JSON); the next
+    refresh publishes a new one, and readers fall back to an older one meanwhile."""
+
+
+STAGING_PREFIX = ".staging-"
+# Lock file descriptors of the versions this process is staging: a publisher holds an
+# exclusive lock on ``<staging>.lock`` until its version is committed or abandoned, so a
+# staging folder whose lock is free was left by a publisher that died (a killed refresh).
+_staging_locks: dict[Path, int] = {}
+
+
 def begin_version(data_dir: Path) -> tuple[str, Path]:
-    """A fresh, invisible staging directory for the next version."""
+    """A fresh, invisible staging directory for the next version; staging folders left by
+    publishers that died are removed first."""
+    remove_stale_staging(data_dir)
     name = f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{uuid.uuid4().hex[:6]}"
-    staging = serving_root(data_dir) / f".staging-{name}"
-    staging.mkdir(parents=True)
+    staging = serving_root(data_dir) / f"{STAGING_PREFIX}{name}"
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    _staging_locks[staging] = _hold(_lock_path(staging))
+    staging.mkdir()
     return name, staging
+
+
+def _lock_path(staging: Path) -> Path:
+    return staging.with_name(staging.name + ".lock")
+
+
+def _hold(lock: Path) -> int:
+    """An exclusive lock on ``lock``, on the file the path names once it is held (a cleaner
+    may have removed the file between its creation and the lock)."""
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.fstat(fd).st_ino == os.stat(lock).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def _release(staging: Path) -> None:
+    fd = _staging_locks.pop(staging, None)
+    _lock_path(staging).unlink(missing_ok=True)
+    if fd is not None:
+        os.close(fd)
+
+
+def remove_stale_staging(data_dir: Path) -> list[str]:
+    """Remove staging folders (and pointer files) whose publisher is gone; their names."""
+    root = serving_root(data_dir)
+    if not root.is_dir():
+        return []
+    removed = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith(STAGING_PREFIX):
+            staging = entry.with_name(entry.name.removesuffix(".lock"))
+            if staging != entry and staging.exists():
+                continue  # a lock file goes with its folder
+        elif entry.name.startswith(".CURRENT-"):  # a pointer written, not yet renamed
+            staging = root / f"{STAGING_PREFIX}{entry.name.removeprefix('.CURRENT-')}"
+        else:
+            continue
+        fd = os.open(_lock_path(staging), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue  # its publisher is alive
+        shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(
+            missing_ok=True)
+        _lock_path(staging).unlink(missing_ok=True)
+        os.close(fd)
+        removed.append(entry.name)
+    return removed
 
 
 def copy_tables(source: duckdb.DuckDBPyConnection, staging: Path,
@@ -109,7 +185,7 @@ def copy_tables(source: duckdb.DuckDBPyConnection, staging: Path,
     target = staging / SERVING_TABLES_FILE
     source.execute(f"ATTACH '{target}' AS serving_copy")
     try:
-        with tables.transaction(source):
+        with transaction(source):
             for table, query in queries.items():
                 source.execute(f"CREATE TABLE serving_copy.{table} AS {query}")
             for name, indexed in (indexes or {}).items():
@@ -129,12 +205,14 @@ def commit_version(data_dir: Path, name: str, staging: Path, manifest: dict) -> 
     temporary = pointer.with_name(f".CURRENT-{name}")
     temporary.write_text(name)
     os.replace(temporary, pointer)
+    _release(staging)
     _prune(data_dir, keep={name})
     return PublishedVersion(name, final, manifest)
 
 
 def abandon_version(staging: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
+    _release(staging)
 
 
 def _prune(data_dir: Path, keep: set[str]) -> None:
@@ -152,9 +230,30 @@ def current_version(data_dir: Path) -> PublishedVersion:
     except FileNotFoundError as exc:
         raise NotPublished(f"nothing published under {serving_root(data_dir)} yet: "
                            "run `jarvis refresh` first") from exc
+    return read_version(data_dir, name)
+
+
+def read_version(data_dir: Path, name: str) -> PublishedVersion:
+    """A committed version by name; VersionDamaged when its manifest cannot be read."""
     path = serving_root(data_dir) / name
-    manifest = json.loads((path / MANIFEST_FILE).read_text())
+    try:
+        manifest = json.loads((path / MANIFEST_FILE).read_text())
+    except (OSError, ValueError) as exc:
+        raise VersionDamaged(f"serving version {name} has no readable {MANIFEST_FILE} "
+                             f"({type(exc).__name__})") from exc
+    if not isinstance(manifest, dict):
+        raise VersionDamaged(f"serving version {name}: {MANIFEST_FILE} is not a JSON object")
     return PublishedVersion(name, path, manifest)
+
+
+def published_names(data_dir: Path) -> list[str]:
+    """The committed versions kept (``KEEP_VERSIONS``), newest first: names begin with the
+    time they were published, so they sort in publication order."""
+    root = serving_root(data_dir)
+    if not root.is_dir():
+        return []
+    return sorted((entry.name for entry in root.iterdir()
+                   if entry.is_dir() and not entry.name.startswith(".")), reverse=True)
 
 
 def current_name(data_dir: Path) -> str | None:
