@@ -7,6 +7,7 @@ from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.metadata import Stopwatch, counts_table, markdown_table
 from jarvis_assets.notes import DUCKDB_POOL
 from jarvis_assets.partitions import source_partitions
+from jarvis_core.analytics.backup import back_up_history, backup_dir
 from jarvis_core.analytics.charts import draw_charts, png_markdown
 from jarvis_core.analytics.figures import QUALITY_FORMULA, compute_snapshot
 from jarvis_core.analytics.history import (
@@ -81,11 +82,13 @@ def vault_analytics(context: dg.AssetExecutionContext, jarvis: JarvisConfigResou
         context.log.warning(f"source {source!r} is not configured: removing its snapshots")
         with tables.get_connection() as conn:
             removed = remove_history(conn, source)
+            back_up_history(conn, backup_dir(config.data_dir))
         return dg.MaterializeResult(metadata={"snapshots_removed": removed,
                                               "dagster/row_count": 0})
     with tables.get_connection() as conn:
         snapshot = compute_snapshot(conn, source, settings, utc_now())
         dropped = record_snapshot(conn, snapshot, settings.keep_snapshots)
+        back_up_history(conn, backup_dir(config.data_dir))  # survives a rebuilt tables file
         trend = history(conn, source)
     watch = Stopwatch()
     chart_dir = config.data_dir / "analytics" / source

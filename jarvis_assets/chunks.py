@@ -3,8 +3,10 @@
 import dagster as dg
 
 from jarvis_assets.automation import follows_upstream
+from jarvis_assets.mail import raw_mail
 from jarvis_assets.metadata import Stopwatch, counts_table, markdown_table
 from jarvis_assets.notes import DUCKDB_POOL, raw_notes
+from jarvis_assets.pages import raw_pages
 from jarvis_assets.partitions import source_partitions
 from jarvis_assets.repos import raw_repository
 from jarvis_assets.tickets import raw_tickets
@@ -20,7 +22,7 @@ from jarvis_resources import JarvisConfigResource, TablesResource
 
 @dg.asset(
     partitions_def=source_partitions,
-    deps=[raw_notes, raw_repository, raw_tickets],
+    deps=[raw_notes, raw_repository, raw_tickets, raw_mail, raw_pages],
     group_name="text",
     kinds={"duckdb", "python"},
     pool=DUCKDB_POOL,

@@ -1,17 +1,34 @@
-"""The main job: every per-source layer for one source partition."""
+"""Jobs: the per-source refresh (all layers, what sensors, schedules and backfills run), its
+two halves for a progressive first refresh, publishing, and the analytics snapshot."""
 
 import dagster as dg
 
 # Unpartitioned: it resolves references across all sources, so it runs with publishing.
 CROSS_SOURCE_LINKS = "cross_source_links"
+EMBEDDINGS = "embeddings"
 
 PER_SOURCE_GROUPS = ("sources", "text", "vectors", "graph", "analytics")
+_PER_SOURCE = (dg.AssetSelection.groups(*PER_SOURCE_GROUPS)
+               - dg.AssetSelection.assets(CROSS_SOURCE_LINKS))
 
 refresh_sources_job = dg.define_asset_job(
     name="refresh_sources",
-    selection=dg.AssetSelection.groups(*PER_SOURCE_GROUPS)
-    - dg.AssetSelection.assets(CROSS_SOURCE_LINKS),
+    selection=_PER_SOURCE,
     description="Ingest, chunk, embed and link one source; unchanged items are skipped.",
+)
+
+index_sources_job = dg.define_asset_job(
+    name="index_sources",
+    selection=_PER_SOURCE - dg.AssetSelection.assets(EMBEDDINGS),
+    description="Everything of one source but its embeddings: text, keyword index, graph and "
+                "analytics, so a large first refresh can be published (and searched by "
+                "keyword) while the embeddings are made.",
+)
+
+embed_sources_job = dg.define_asset_job(
+    name="embed_sources",
+    selection=dg.AssetSelection.assets(EMBEDDINGS),
+    description="The embeddings of one source: only chunks without a vector are embedded.",
 )
 
 analytics_snapshot_job = dg.define_asset_job(

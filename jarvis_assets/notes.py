@@ -49,7 +49,10 @@ def raw_notes(context: dg.AssetExecutionContext, jarvis: JarvisConfigResource,
         stored = read_stored(conn, source)
     if vault is None and stored.notes.height:
         context.log.warning(f"source {source!r} is no longer configured: removing its notes")
-    plan = plan_ingest(source, scan, stored, config.ingest.max_note_bytes)
+    limits = config.ingest
+    plan = plan_ingest(source, scan, stored, limits.max_note_bytes,
+                       max_links=limits.max_links_per_note,
+                       max_item_seconds=limits.max_item_seconds)
     watch.lap("parse")
     log_failures(context, source, plan.failures)
     with tables.get_connection() as conn:

@@ -64,8 +64,8 @@ def raw_tickets(context: dg.AssetExecutionContext, jarvis: JarvisConfigResource,
             context.log.warning(f"source {source!r} is not configured: removing its "
                                 f"{len(stored.hashes)} tickets")
         with tables.get_connection() as conn:
-            ticket_set = (read_changed_export(conn, source, settings, stored) if settings
-                          else TicketSet())
+            ticket_set = (read_changed_export(conn, source, settings, stored, config.ingest)
+                          if settings else TicketSet())
     except TicketError as exc:  # the export vanished
         return unreachable_source_result(context, tables, source, TICKETS_KIND, str(exc))
     watch.lap("parse")

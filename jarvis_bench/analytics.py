@@ -32,8 +32,6 @@ from jarvis_query.knowledge_base import KnowledgeBase
 SOURCE = "bench"
 NOTES_PER_FOLDER = 50
 CACHED_CALLS = 200
-_PUBLISHED = ("notes", "graph_nodes", "graph_edges", "graph_broken_links",
-              "analytics_snapshots", "analytics_notes")
 
 
 def _vault_tables(notes: int, seed: int, now: datetime) -> dict[str, list[dict]]:
@@ -74,9 +72,10 @@ def _vault_tables(notes: int, seed: int, now: datetime) -> dict[str, list[dict]]
 
 
 def _publish(data_dir: Path, conn: duckdb.DuckDBPyConnection) -> None:
-    """A serving version holding the tables the vault context reads (and an empty shard)."""
+    """A serving version as the pipeline publishes it: every serving table (those the vault
+    context does not read stay empty) and an empty vector shard."""
     name, staging = serving.begin_version(data_dir)
-    serving.copy_tables(conn, staging, {t: SERVING_TABLES[t] for t in _PUBLISHED})
+    serving.copy_tables(conn, staging, SERVING_TABLES)
     with EdgeVectorStore(data_dir / "vectors", "bench", 4, "bench") as vectors:
         vectors.publish_copy(staging / serving.VECTORS_DIR)
     serving.commit_version(data_dir, name, staging, {

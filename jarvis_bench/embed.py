@@ -60,7 +60,7 @@ def synthetic_chunks(model: str, n_chunks: int, seed: int = SEED) -> list[str]:
     for _ in range(n_chunks):
         text = ""
         while True:  # sentences of at most ~25 tokens stop it within 30 tokens of the limit
-            candidate = f"{text} {_sentence(rng)}".strip()
+            candidate = f"{text} {sentence(rng)}".strip()
             if counter.count([candidate])[0] > MAX_CHUNK_TOKENS:
                 break
             text = candidate
@@ -72,7 +72,7 @@ def synthetic_chunks(model: str, n_chunks: int, seed: int = SEED) -> list[str]:
     return chunks
 
 
-def _sentence(rng: random.Random) -> str:
+def sentence(rng: random.Random) -> str:
     words = [rng.choice(_FUNCTION_WORDS if rng.random() < 0.4 else _CONTENT_WORDS)
              for _ in range(rng.randint(6, 16))]
     if len(words) > 9 and rng.random() < 0.3:

@@ -25,7 +25,7 @@ from jarvis_core.stores.vectors.edge import EdgeVectorStore
 from jarvis_core.stores.vectors.sync import sync_source
 from jarvis_core.text.chunking import chunk_document
 from jarvis_core.text.tokens import token_counter
-from jarvis_query.hybrid import fuse
+from jarvis_query.fusion import fuse
 
 EVAL_SOURCE = "beir"
 CANDIDATE_CHUNKS = 100

@@ -29,6 +29,8 @@ from pydantic import (
     model_validator,
 )
 
+from jarvis_core.assistant_settings import AssistantSections
+
 CONFIG_ENV = "JARVIS_CONFIG"
 HOME_ENV = "JARVIS_HOME"
 QDRANT_URL_ENV = "QDRANT_URL"
@@ -83,7 +85,7 @@ class VaultConfig(_Strict):
         return path
 
 
-SOURCE_KINDS = ("vault", "repo", "tickets")
+SOURCE_KINDS = ("vault", "repo", "tickets", "mail", "confluence")
 DEFAULT_REPO_DOCS = ("README*", "docs/**/*.md")
 
 
@@ -121,11 +123,28 @@ class TicketsConfig(_Strict):
     repo: str | None = None
 
 
+class MailConfig(_Strict):
+    """Mail: an mbox file, one ``.eml`` file, or a folder read recursively for mbox files,
+    Maildir folders and ``.eml`` files."""
+
+    path: Path
+
+
+class ConfluenceConfig(_Strict):
+    """A Confluence export: the HTML space export (a zip or its unpacked folder) or REST
+    content JSON (a file or a folder of them)."""
+
+    path: Path
+
+
 class IngestSettings(_Strict):
-    """Limits that keep one bad file from hurting a run."""
+    """Limits that keep one bad file or item from hurting a run (README, "Limits")."""
 
     max_note_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
     max_failed_ratio: float = Field(default=0.05, ge=0, le=1)
+    max_links_per_note: int = Field(default=10_000, gt=0)  # wikilinks, embeds, links, relations
+    max_ticket_chars: int = Field(default=200_000, gt=0)  # description, then comments, cut here
+    max_item_seconds: float = Field(default=60.0, gt=0)  # CPU seconds to parse a note or ticket
 
 
 class ChunkSettings(_Strict):
@@ -227,7 +246,7 @@ class EnvironmentSettings(_Strict):
                    if os.environ.get(CACHE_ENV) else None)
 
 
-class JarvisConfig(_Strict):
+class JarvisConfig(_Strict, AssistantSections):
     """The whole validated configuration; paths are absolute."""
 
     config_path: Path | None = None
@@ -235,6 +254,8 @@ class JarvisConfig(_Strict):
     vaults: dict[SourceName, VaultConfig] = Field(default_factory=dict)
     repos: dict[SourceName, RepoConfig] = Field(default_factory=dict)
     tickets: dict[SourceName, TicketsConfig] = Field(default_factory=dict)
+    mail: dict[SourceName, MailConfig] = Field(default_factory=dict)
+    confluence: dict[SourceName, ConfluenceConfig] = Field(default_factory=dict)
     ingest: IngestSettings = IngestSettings()
     chunking: ChunkSettings = ChunkSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
@@ -261,12 +282,13 @@ class JarvisConfig(_Strict):
         clashes = [f"{name!r} is configured as {' and as '.join(found)}"
                    for name, found in sorted(kinds.items()) if len(found) > 1]
         if clashes:
-            raise ValueError("source names must be unique across vaults, repos and tickets: "
+            raise ValueError("source names must be unique across vaults, repos, tickets, "
+                             "mail and confluence: "
                              + "; ".join(clashes))
         return self
 
-    def _sections(self) -> tuple[dict, dict, dict]:
-        return self.vaults, self.repos, self.tickets
+    def _sections(self) -> tuple[dict, ...]:
+        return self.vaults, self.repos, self.tickets, self.mail, self.confluence
 
     @property
     def source_names(self) -> list[str]:
@@ -274,7 +296,7 @@ class JarvisConfig(_Strict):
         return sorted(name for section in self._sections() for name in section)
 
     def source_kind(self, name: str) -> str | None:
-        """'vault', 'repo' or 'tickets'; None for a name that is not configured."""
+        """One of SOURCE_KINDS; None for a name that is not configured."""
         for kind, section in zip(SOURCE_KINDS, self._sections(), strict=True):
             if name in section:
                 return kind
@@ -378,7 +400,7 @@ def config_from_mapping(
             vectors = {**vectors, "url": os.environ[QDRANT_URL_ENV]}
         values = {**raw, "data_dir": data_dir, "config_path": config_path,
                   **{section: _expand_sources(raw.get(section), base_dir, section)
-                     for section in ("vaults", "repos", "tickets")},
+                     for section in ("vaults", "repos", "tickets", "mail", "confluence")},
                   "vectors": vectors, "environment": EnvironmentSettings.from_environ()}
         return JarvisConfig.model_validate(values)
     except ConfigError as exc:

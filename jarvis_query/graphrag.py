@@ -15,7 +15,8 @@ knowledge graph, packed into a context block for an assistant. No LLM is involve
    documents, since RRF scores differ little in absolute terms; 0 for notes only the graph
    found), 0.25 graph proximity (1 / hops to each other seed, averaged with the seeds'
    relevance as weights), 0.15 centrality (log degree over the largest among the
-   candidates), 0.1 recency (halving every 90 days behind the newest candidate; 0 when the
+   candidates), 0.1 recency (halving every 90 days behind the newest candidate, by a note's
+   modification time, a mail thread's last message or a page's last update; 0 when the
    date is unknown).
 4. The pack: ranked sources with their text (matched chunks first) and the edges that tie
    them to the other sources with the line each was read from; the subgraph linking the
@@ -31,27 +32,19 @@ from collections import defaultdict
 from datetime import datetime
 from functools import lru_cache
 
-from neo4j.exceptions import DriverError, Neo4jError
-
-from jarvis_core.stores.graph.base import NOTE, GraphNodeNotFound, GraphStore
+from jarvis_core.stores.graph.base import NOTE
+from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_core.text.tokens import TokenCounter, token_counter
-from jarvis_query.hybrid import hybrid_hits, search_filter
-from jarvis_query.keyword import check_query
-from jarvis_query.knowledge_base import (
-    MAX_DEPTH,
-    MIN_DEPTH,
-    KnowledgeBase,
-    QueryError,
-    sql_strings,
-)
-from jarvis_query.snapshot import GraphUnavailable, Snapshot
+from jarvis_query.fusion import min_max
+from jarvis_query.results import sql_strings
+from jarvis_query.retrievers.base import Retriever
+from jarvis_query.retrievers.graph import GraphRetriever, Neighbourhoods
+from jarvis_query.snapshot import Snapshot, graph_failures
 
 WEIGHTS = {"semantic": 0.5, "graph": 0.25, "centrality": 0.15, "recency": 0.1}
 HIT_CHUNKS = 50
-NEIGHBOURHOOD_LIMIT = 200
 RECENCY_HALF_LIFE_DAYS = 90
 DEFAULT_MAX_TOKENS = 6500
-MIN_TOKENS, MAX_TOKENS = 200, 100_000
 CHUNKS_PER_SOURCE = 2
 
 
@@ -60,59 +53,58 @@ def _counter(model: str) -> TokenCounter:
     return token_counter(model)
 
 
-def search_graphrag(kb: KnowledgeBase, query: str, limit: int = 10, vault: str | None = None,
-                    depth: int = 1, max_tokens: int = DEFAULT_MAX_TOKENS) -> dict:
-    """An evidence pack for ``query``: ranked sources with score components, text and
-    evidence; the subgraph linking them; a context block within ``max_tokens``."""
-    check_query(kb, query, limit, vault)
-    if isinstance(depth, bool) or not isinstance(depth, int) \
-            or not MIN_DEPTH <= depth <= MAX_DEPTH:
-        raise QueryError(f"depth must be between {MIN_DEPTH} and {MAX_DEPTH}")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) \
-            or not MIN_TOKENS <= max_tokens <= MAX_TOKENS:
-        raise QueryError(f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS}")
-    snapshot = kb.snapshots.current()
-    hits = hybrid_hits(kb, snapshot, query, search_filter(vault))
-    chunks = _chunk_rows(snapshot, [chunk_id for chunk_id, _ in hits.fused[:HIT_CHUNKS]])
-    best_scores: dict[str, float] = {}
-    matched: dict[str, list[str]] = defaultdict(list)
-    for chunk_id, score in hits.fused[:HIT_CHUNKS]:
-        row = chunks.get(chunk_id)
-        if row is not None:
-            best_scores.setdefault(row["doc_key"], score)
-            matched[row["doc_key"]].append(chunk_id)
-    low, high = min(best_scores.values(), default=0.0), max(best_scores.values(), default=0.0)
-    relevance = {key: (score - low) / (high - low) if high > low else 1.0
-                 for key, score in best_scores.items()}
-    seeds = list(relevance)[:limit]
+class GraphRAG:
+    """Evidence packs from a chunk retriever (hybrid search) and the graph around its hits."""
 
-    graph_message = None
-    try:
-        graph = snapshot.graph()
-        distances, edges, nodes = _neighbourhoods(graph, seeds, depth)
-    except (GraphUnavailable, OSError, DriverError, Neo4jError) as exc:
-        graph, distances, edges, nodes = None, {}, {}, {}
-        graph_message = f"Graph search is currently unavailable: {exc}"
+    def __init__(self, search: Retriever, graph: GraphRetriever) -> None:
+        self.search = search
+        self.graph = graph
 
-    near = {key for key, by_seed in distances.items()
-            if nodes[key]["type"] == NOTE and key not in relevance
-            and (min(by_seed.values()) == 1 or len(by_seed) >= 2)}
-    if vault:
-        near = {key for key in near if nodes[key]["source"] == vault}
-    candidates = list(relevance) + sorted(near)
-    degrees = _degrees(snapshot, candidates) if graph is not None else {}
-    documents = _documents(snapshot, candidates)
-    scored = _rerank(candidates, relevance, seeds, distances, degrees, documents)
-    chosen = [key for key, _ in scored if key in documents][:limit]
+    def pack(self, snapshot: Snapshot, query: str, limit: int = 10,
+             filters: VectorFilter | None = None, depth: int = 1,
+             max_tokens: int = DEFAULT_MAX_TOKENS) -> dict:
+        """An evidence pack for ``query``: ranked sources with score components, text and
+        evidence; the subgraph linking them; a context block within ``max_tokens``. The
+        search hits match ``filters``; so do the notes the graph adds (their source, and
+        "note" among the source types when those are given)."""
+        fused = self.search.retrieve(snapshot, query, HIT_CHUNKS, filters)
+        chunks = _chunk_rows(snapshot, [chunk_id for chunk_id, _ in fused])
+        best_scores: dict[str, float] = {}
+        matched: dict[str, list[str]] = defaultdict(list)
+        for chunk_id, score in fused:
+            row = chunks.get(chunk_id)
+            if row is not None:
+                best_scores.setdefault(row["doc_key"], score)
+                matched[row["doc_key"]].append(chunk_id)
+        relevance = min_max(list(best_scores.items()))
+        seeds = list(relevance)[:limit]
+        try:
+            found, graph_message = self.graph.neighbourhoods(snapshot, seeds, depth), None
+        except graph_failures() as exc:
+            found = Neighbourhoods()
+            graph_message = f"Graph search is currently unavailable: {exc}"
 
-    sources = _sources(snapshot, chosen, dict(scored), matched, chunks, documents, edges, nodes)
-    subgraph = _subgraph(chosen, edges, nodes)
-    context, tokens, truncated = _context_block(query, sources, subgraph,
-                                                _counter(snapshot.model), max_tokens)
-    return {"query": query, "depth": depth, "weights": WEIGHTS,
-            "graph_available": graph_message is None, "graph_message": graph_message,
-            "sources": sources, "subgraph": subgraph, "context": context,
-            "tokens": tokens, "max_tokens": max_tokens, "truncated": truncated}
+        near = {key for key, by_seed in found.distances.items()
+                if found.nodes[key]["type"] == NOTE and key not in relevance
+                and (min(by_seed.values()) == 1 or len(by_seed) >= 2)}
+        if filters and filters.sources:
+            near = {key for key in near if found.nodes[key]["source"] in filters.sources}
+        if filters and filters.source_types is not None and NOTE not in filters.source_types:
+            near = set()
+        candidates = list(relevance) + sorted(near)
+        degrees = _degrees(snapshot, candidates) if graph_message is None else {}
+        documents = _documents(snapshot, candidates)
+        scored = _rerank(candidates, relevance, seeds, found.distances, degrees, documents)
+        chosen = [key for key, _ in scored if key in documents][:limit]
+
+        sources = _sources(snapshot, chosen, dict(scored), matched, chunks, documents, found)
+        subgraph = _subgraph(chosen, found)
+        context, tokens, truncated = _context_block(query, sources, subgraph,
+                                                    _counter(snapshot.model), max_tokens)
+        return {"query": query, "depth": depth, "weights": WEIGHTS,
+                "graph_available": graph_message is None, "graph_message": graph_message,
+                "sources": sources, "subgraph": subgraph, "context": context,
+                "tokens": tokens, "max_tokens": max_tokens, "truncated": truncated}
 
 
 def _chunk_rows(snapshot: Snapshot, chunk_ids: list[str]) -> dict[str, dict]:
@@ -122,30 +114,6 @@ def _chunk_rows(snapshot: Snapshot, chunk_ids: list[str]) -> dict[str, dict]:
         "SELECT chunk_id, doc_key, heading_path, text FROM chunks "
         f"WHERE chunk_id IN ({sql_strings(chunk_ids)})").fetchall()
     return {r[0]: {"doc_key": r[1], "heading_path": r[2], "text": r[3]} for r in rows}
-
-
-def _neighbourhoods(graph: GraphStore, seeds: list[str], depth: int
-                    ) -> tuple[dict[str, dict[str, int]], dict[str, dict], dict[str, dict]]:
-    """node -> {seed: hops}, edge key -> edge, node -> node, over the seeds' neighbourhoods
-    (a seed the graph does not hold, e.g. a document of a source without links, is skipped)."""
-    distances: dict[str, dict[str, int]] = defaultdict(dict)
-    edges: dict[str, dict] = {}
-    nodes: dict[str, dict] = {}
-    for seed in seeds:
-        try:
-            subgraph = graph.neighbourhood(seed, depth, limit=NEIGHBOURHOOD_LIMIT)
-        except GraphNodeNotFound:
-            continue
-        for node in subgraph.nodes:
-            distances[node.key][seed] = node.distance
-            nodes[node.key] = {"key": node.key, "type": node.type, "title": node.title,
-                               "source": node.source}
-        for edge in subgraph.edges:
-            edges[edge.key] = {"src": edge.src, "dst": edge.dst, "relation": edge.relation,
-                               "confidence": edge.confidence,
-                               "evidence": list(edge.evidence),
-                               "evidence_text": edge.evidence_text}
-    return distances, edges, nodes
 
 
 def _degrees(snapshot: Snapshot, keys: list[str]) -> dict[str, int]:
@@ -163,15 +131,25 @@ def _degrees(snapshot: Snapshot, keys: list[str]) -> dict[str, int]:
     return dict(rows)
 
 
+# The modification time GraphRAG's recency reads, per source type: a note's, a thread's last
+# message, a page's last update.
+_DATED = {"notes": "SELECT source, path, modified_at FROM notes",
+          "mail_threads": "SELECT source, 'threads/' || thread_id, last_at FROM mail_threads",
+          "pages": "SELECT source, 'pages/' || page_id, updated_at FROM pages"}
+
+
 def _documents(snapshot: Snapshot, keys: list[str]) -> dict[str, dict]:
     """doc key -> vault, path, title, source type, modification time, for documents with
-    chunks in the published tables (the modification time is the note's, when it is one)."""
+    chunks in the published tables (the time of a note, a mail thread or a page)."""
     if not keys:
         return {}
+    dated = " UNION ALL ".join(sql for table, sql in _DATED.items()
+                               if table in snapshot.table_names())
     rows = snapshot.cursor().execute(f"""
         SELECT c.doc_key, any_value(c.source), any_value(c.path), any_value(c.title),
-               any_value(c.source_type), max(n.modified_at)
-        FROM chunks c LEFT JOIN notes n ON n.source = c.source AND n.path = c.path
+               any_value(c.source_type), max(d.modified_at)
+        FROM chunks c LEFT JOIN ({dated}) AS d(source, path, modified_at)
+          ON d.source = c.source AND d.path = c.path
         WHERE c.doc_key IN ({sql_strings(keys)}) GROUP BY c.doc_key""").fetchall()
     return {r[0]: {"vault": r[1], "path": r[2], "title": r[3], "source_type": r[4],
                    "modified_at": r[5]} for r in rows}
@@ -205,8 +183,7 @@ def _rerank(candidates: list[str], relevance: dict[str, float], seeds: list[str]
 
 def _sources(snapshot: Snapshot, chosen: list[str], scores: dict[str, dict],
              matched: dict[str, list[str]], chunks: dict[str, dict],
-             documents: dict[str, dict], edges: dict[str, dict],
-             nodes: dict[str, dict]) -> list[dict]:
+             documents: dict[str, dict], found: Neighbourhoods) -> list[dict]:
     """The chosen documents with their text (matched chunks, else the opening chunks) and
     the edges tying each to another chosen document."""
     unmatched = [key for key in chosen if not matched.get(key)]
@@ -227,10 +204,10 @@ def _sources(snapshot: Snapshot, chosen: list[str], scores: dict[str, dict],
             {"relation": edge["relation"],
              "direction": "out" if edge["src"] == key else "in",
              "other": edge["dst"] if edge["src"] == key else edge["src"],
-             "other_title": nodes.get(edge["dst"] if edge["src"] == key else edge["src"],
-                                      {}).get("title"),
+             "other_title": found.nodes.get(
+                 edge["dst"] if edge["src"] == key else edge["src"], {}).get("title"),
              "evidence_text": edge["evidence_text"], "chunk_ids": edge["evidence"]}
-            for edge in edges.values()
+            for edge in found.edges.values()
             if key in (edge["src"], edge["dst"]) and {edge["src"], edge["dst"]} <= chosen_set
             and edge["src"] != edge["dst"]]
         document = documents[key]
@@ -250,20 +227,20 @@ def _sources(snapshot: Snapshot, chosen: list[str], scores: dict[str, dict],
     return sources
 
 
-def _subgraph(chosen: list[str], edges: dict[str, dict], nodes: dict[str, dict]) -> dict:
+def _subgraph(chosen: list[str], found: Neighbourhoods) -> dict:
     """The chosen documents, the nodes adjacent to two of them (a shared tag, a note in
     between), and the edges among those."""
     chosen_set = set(chosen)
     touching: dict[str, set[str]] = defaultdict(set)
-    for edge in edges.values():
+    for edge in found.edges.values():
         for end, other in ((edge["src"], edge["dst"]), (edge["dst"], edge["src"])):
             if other in chosen_set and end not in chosen_set:
                 touching[end].add(other)
     members = chosen_set | {key for key, linked in touching.items() if len(linked) >= 2}
-    kept_edges = sorted((e for e in edges.values()
+    kept_edges = sorted((e for e in found.edges.values()
                          if e["src"] in members and e["dst"] in members),
                         key=lambda e: (e["src"], e["relation"], e["dst"]))
-    kept_nodes = [nodes.get(key, {"key": key, "type": NOTE, "title": key, "source": None})
+    kept_nodes = [found.nodes.get(key, {"key": key, "type": NOTE, "title": key, "source": None})
                   | {"source_rank": chosen.index(key) + 1 if key in chosen_set else None}
                   for key in sorted(members)]
     return {"nodes": kept_nodes, "edges": kept_edges}

@@ -1,241 +1,255 @@
 """The query API over the published stores, shared by the CLI and the MCP server.
 
-One ``KnowledgeBase`` per serving process: it loads the embedding model once (the model
-the published vectors were made with) and follows new serving versions as they appear.
+One ``KnowledgeBase`` per serving process. It checks every argument (validation.py), then
+composes the retrievers: dense, keyword and graph leaves, hybrid search over the first two,
+and GraphRAG over hybrid search and the graph. It follows new serving versions as they
+appear; each version's query encoder and keyword index are loaded once.
+
+A version published before its embeddings are done (a large first refresh) answers semantic
+search with keyword results, and hybrid search and GraphRAG with their keyword leg, each
+saying how far the embeddings are (``embeddings`` in the answer). A version whose tables
+fail while a request reads them is passed over for the one before it, and the request is
+answered from that one.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from typing import TypeVar
 
-from neo4j.exceptions import DriverError, Neo4jError
+import duckdb
 
 from jarvis_core.config import JarvisConfig
-from jarvis_core.stores.graph.search import graph_search
+from jarvis_core.stores import serving
 from jarvis_core.stores.vectors.filters import VectorFilter
+from jarvis_query import reading
 from jarvis_query.context import NoSnapshot, VaultContexts
-from jarvis_query.snapshot import GraphUnavailable, Snapshot, SnapshotProvider
+from jarvis_query.graphrag import DEFAULT_MAX_TOKENS, GraphRAG
+from jarvis_query.lookup import find_document
+from jarvis_query.results import SearchResults, chunk_results, openings, snippet
+from jarvis_query.retrievers.dense import DenseRetriever
+from jarvis_query.retrievers.graph import GraphRetriever
+from jarvis_query.retrievers.hybrid import HybridRetriever
+from jarvis_query.retrievers.keyword import KeywordRetriever
+from jarvis_query.snapshot import Snapshot, SnapshotProvider, graph_failures
+from jarvis_query.status import list_sources
+from jarvis_query.validation import (
+    MAX_NAME_CHARS,
+    MAX_PATH_CHARS,
+    QueryError,
+    check_alpha,
+    check_depth,
+    check_max_tokens,
+    check_search,
+    check_similarity_threshold,
+    require_text,
+    search_filter,
+    shown,
+)
 
-MAX_LIMIT = 50
-SNIPPET_CHARS = 300
-MIN_DEPTH, MAX_DEPTH = 1, 3
-
-
-class QueryError(ValueError):
-    """A bad argument; the message is meant for the person or assistant who sent it."""
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    path: str
-    vault: str
-    heading: str
-    score: float
-    snippet: str
-    title: str
-    chunk_id: str
-    source_type: str
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def sql_strings(values: list[str]) -> str:
-    """Strings as a list of SQL literals for an IN list (quotes doubled, the SQL escape).
-    Inlined rather than bound: DuckDB's Python binding tries ``import pandas`` for every
-    bound parameter, and without pandas each failed import rescans sys.path (~1 ms); an IN
-    list of literals also uses the chunk_id index (10 ids: 8.4 ms bound, 1.0 ms inlined)."""
-    return ", ".join("'" + value.replace("'", "''") + "'" for value in values)
-
-
-def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
-    """The start of a chunk on one line, cut at a word boundary."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    return flat[:limit].rsplit(" ", 1)[0] + " …"
+log = logging.getLogger("jarvis.query")
+T = TypeVar("T")
+NAME_CANDIDATES = 100  # names fetched before a source-type filter keeps ``limit`` of them
 
 
 class KnowledgeBase:
     def __init__(self, config: JarvisConfig):
         self.config = config
         self.snapshots = SnapshotProvider(config)
-        self._embedders: dict[str, object] = {}
-        self._embedder_lock = threading.Lock()
+        self.dense = DenseRetriever(config)
+        self.keyword = KeywordRetriever()
+        self.hybrid = HybridRetriever(self.keyword, self.dense)
+        self.graph = GraphRetriever()
+        self.graphrag = GraphRAG(self.hybrid, self.graph)
         self.vault_contexts = VaultContexts()
 
     def close(self) -> None:
         self.snapshots.close()
 
-    def embedder(self, model: str):
-        """The model the published vectors were made with, loaded once per process."""
-        with self._embedder_lock:
-            if model not in self._embedders:
-                from jarvis_core.text.embedder import Embedder
-
-                settings = self.config.embedding
-                self._embedders[model] = Embedder(model, device=settings.device,
-                                                  batch_size=settings.batch_size,
-                                                  backend=settings.backend,
-                                                  cache_dir=self.config.cache_dir)
-            return self._embedders[model]
-
-    def embed_query(self, model: str, query: str):
-        """One query at a time: the model's tokenizer is not safe to share across threads."""
-        embedder = self.embedder(model)
-        with self._embedder_lock:
-            return embedder.embed_query(query)
-
-    def check_vault(self, vault: str | None) -> None:
-        if vault is not None and vault not in self.config.vaults:
-            raise QueryError(f"Unknown vault '{vault}'")
-
-    def check_source(self, source: str | None) -> None:
-        """Searches filter by any configured source: a vault, a repository or a ticket set."""
-        if source is not None and source not in self.config.source_names:
-            raise QueryError(f"Unknown vault '{source}'")
-
-    def get_vault_context(self, vault: str) -> dict:
-        """The vault's newest analytics snapshot with ``generated_at``, ``content_hash``,
-        ``is_stale`` (against the published graph) and ``cache_hit``; see jarvis_query.context.
-        Any configured source is accepted (a repository's snapshot has its own figures)."""
-        if not vault or vault not in self.config.source_names:
-            raise QueryError(f"Unknown vault '{vault}'")
+    def load(self) -> None:
+        """Open the published version and load what its first semantic search needs (the
+        query encoder, the vectors); nothing happens when nothing is published yet."""
         try:
-            return self.vault_contexts.get(self.snapshots.current(), vault)
-        except NoSnapshot as exc:
-            raise QueryError(str(exc)) from exc
+            snapshot = self.snapshots.current()
+            self.dense.encoder(snapshot.version)
+            snapshot.vectors  # noqa: B018 - opened now rather than by the first search
+        except serving.NotPublished as exc:
+            log.info("nothing to load yet: %s", exc)
+
+    def load_in_background(self) -> threading.Thread:
+        """``load`` on a thread of its own: requests that need it wait for it (they take the
+        same locks), the others are answered meanwhile."""
+        thread = threading.Thread(target=self._load_logging_failures, name="jarvis-load",
+                                  daemon=True)
+        thread.start()
+        return thread
+
+    def _load_logging_failures(self) -> None:
+        try:
+            self.load()
+        except Exception:  # the tools report the same problem when they are called
+            log.exception("loading the published version failed")
+
+    def _optional_snapshot(self) -> Snapshot | None:
+        try:
+            return self.snapshots.current()
+        except serving.NotPublished:
+            return None
+
+    def _read(self, work: Callable[[Snapshot], T]) -> T:
+        """``work`` on the current snapshot; when its tables turn out damaged on the way, once
+        more on the version before it."""
+        snapshot = self.snapshots.current()
+        try:
+            return work(snapshot)
+        except duckdb.Error as exc:
+            from jarvis_core.stores.connections import is_damage  # imports polars: only on failure
+
+            if not is_damage(exc):
+                raise
+            self.snapshots.damaged(snapshot, exc)
+        return work(self.snapshots.current())
 
     def search_semantic(self, query: str, limit: int = 10, vault: str | None = None,
-                        similarity_threshold: float | None = None) -> list[SearchResult]:
+                        similarity_threshold: float | None = None) -> SearchResults:
         """Chunks nearest in meaning to ``query``, best first; ``vault`` may name any
-        configured source."""
-        if not query or not query.strip():
-            raise QueryError("query parameter is required")
-        if not 1 <= limit <= MAX_LIMIT:
-            raise QueryError(f"limit must be between 1 and {MAX_LIMIT}")
-        if similarity_threshold is not None and not -1 <= similarity_threshold <= 1:
-            raise QueryError("similarity_threshold must be between -1 and 1")
-        self.check_source(vault)
-        snapshot = self.snapshots.current()
-        vector = self.embed_query(snapshot.model, query)
-        hits = snapshot.vectors.search(
-            vector, limit=limit,
-            filters=VectorFilter(sources=[vault]) if vault else None,
-            score_threshold=similarity_threshold)
-        return self._results(snapshot, [(hit.chunk_id, hit.score) for hit in hits])
+        configured source. While the version's embeddings are incomplete: keyword results."""
+        check_search(self.config, query, limit, vault)
+        check_similarity_threshold(similarity_threshold)
+        filters = VectorFilter(sources=[vault]) if vault else None
 
-    def find_note(self, snapshot: Snapshot, note: str) -> tuple[str, str, str]:
-        """(note key, vault, path) for a vault-relative path (".md" optional, a vault name
-        may lead it) or a title; QueryError when it names no note or several."""
-        wanted = note.strip().strip("/")
-        vault, _, rest = wanted.partition("/")
-        candidates = {wanted, wanted + ".md"}
-        if vault in self.config.vaults and rest:
-            candidates |= {rest, rest + ".md"}
-        rows = snapshot.cursor().execute(
-            "SELECT note_key, source, path FROM notes "
-            f"WHERE path IN ({sql_strings(sorted(candidates))}) "
-            "OR lower(title) = lower(?) ORDER BY source, path", [wanted]).fetchall()
-        if vault in self.config.vaults and rest:
-            rows = [row for row in rows if row[1] == vault] or rows
-        if not rows:
-            raise QueryError(f"Note not found: '{note}'")
-        if len(rows) > 1:
-            places = ", ".join(f"{source}/{path}" for _, source, path in rows)
-            raise QueryError(f"'{note}' names several notes: {places}; give the path")
-        return rows[0]
+        def search(snapshot: Snapshot) -> SearchResults:
+            if not snapshot.embeddings["complete"]:
+                scored = self.keyword.retrieve(snapshot, query, limit, filters)
+            else:
+                scored = self.dense.retrieve(snapshot, query, limit, filters,
+                                             score_threshold=similarity_threshold)
+            return SearchResults(chunk_results(snapshot, scored), snapshot.embeddings)
 
-    def find_document(self, snapshot: Snapshot, name: str) -> tuple[str, str, str]:
-        """(node key, source, path) of a note (as ``find_note``), else of a ticket by key
-        ('LUM-4', 'lumen#7') or a commit by a hash prefix of at least 7 digits."""
-        try:
-            return self.find_note(snapshot, name)
-        except QueryError as missing:
-            wanted = name.strip()
-            rows = snapshot.cursor().execute(
-                "SELECT node_key, source, coalesce(json_extract_string(properties, '$.path'), "
-                "'commits/' || json_extract_string(properties, '$.sha')) FROM graph_nodes "
-                "WHERE (type = 'ticket' AND lower(node_key) = lower('ticket:' || $1)) "
-                "OR (type = 'commit' AND length($1) >= 7 "
-                "AND starts_with(json_extract_string(properties, '$.sha'), lower($1))) "
-                "ORDER BY node_key", [wanted]).fetchall()
-            if len(rows) > 1:
-                raise QueryError(f"'{name}' names several commits or tickets: "
-                                 + ", ".join(key for key, _, _ in rows)) from None
-            if not rows:
-                raise missing
-            return rows[0]
-
-    def search_graph(self, query_note_path: str, depth: int = 1) -> dict:
-        """The neighbourhood of a note (or of a ticket by key, a commit by hash): connected
-        notes with tags, relationships by type, counts. When the graph cannot be searched,
-        says why and falls back to semantic search."""
-        if not query_note_path or not query_note_path.strip():
-            raise QueryError("query_note_path parameter is required")
-        if isinstance(depth, bool) or not isinstance(depth, int) \
-                or not MIN_DEPTH <= depth <= MAX_DEPTH:
-            raise QueryError(f"depth must be between {MIN_DEPTH} and {MAX_DEPTH}")
-        snapshot = self.snapshots.current()
-        key, vault, path = self.find_document(snapshot, query_note_path)
-        try:
-            result = graph_search(snapshot.graph(), key, depth)
-        except (GraphUnavailable, OSError, DriverError, Neo4jError) as exc:
-            title = path.rsplit("/", 1)[-1].removesuffix(".md")
-            return {"available": False,
-                    "message": f"Graph search is currently unavailable: {exc}",
-                    "fallback": [r.as_dict() for r in self.search_semantic(title, vault=vault)]}
-        return {"available": True, "vault": vault, "path": path, **result}
+        return self._read(search)
 
     def search_vault(self, query: str, search_content: bool = False, limit: int = 10,
-                     vault: str | None = None) -> list[dict]:
-        """Keyword search (BM25): note names and paths, or with ``search_content`` chunk text
-        with a highlighted preview (jarvis_query/keyword.py)."""
-        from jarvis_query.keyword import search_vault
+                     vault: str | None = None, source_types: list[str] | None = None
+                     ) -> list[dict]:
+        """Keyword search (BM25). Without ``search_content``: documents whose title or path
+        matches (``match`` "name", the snippet is the document's opening). With it: chunks
+        whose text matches (``match`` "content", the matched words in **bold**)."""
+        check_search(self.config, query, limit, vault)
+        filters = search_filter(vault, source_types)
+        return self._read(lambda snapshot: self._keyword(snapshot, query, search_content,
+                                                         limit, filters))
 
-        return search_vault(self, query, search_content=search_content, limit=limit,
-                            vault=vault)
+    def _keyword(self, snapshot: Snapshot, query: str, search_content: bool, limit: int,
+                 filters: VectorFilter | None) -> list[dict]:
+        if search_content:
+            hits = self.keyword.with_previews(snapshot, query, limit, filters)
+            previews = {hit.chunk_id: hit.snippet for hit in hits}
+            return [{**result.as_dict(), "snippet": previews[result.chunk_id] or result.snippet,
+                     "match": "content"}
+                    for result in chunk_results(snapshot, [(h.chunk_id, h.score) for h in hits])]
+        types = filters.source_types if filters else None
+        names = self.keyword.names(snapshot, query, NAME_CANDIDATES if types else limit,
+                                   filters.sources if filters else None)
+        names = [name for name in names if types is None or name.source_type in types][:limit]
+        first_chunks = openings(snapshot, [name.doc_key for name in names])
+        results = []
+        for name in names:
+            chunk_id, text = first_chunks.get(name.doc_key, ("", ""))
+            results.append({"path": name.path, "vault": name.source, "heading": "",
+                            "score": round(name.score, 4), "snippet": snippet(text),
+                            "title": name.title, "chunk_id": chunk_id,
+                            "source_type": name.source_type, "match": "name"})
+        return results
 
     def search_hybrid(self, query: str, limit: int = 10, vault: str | None = None,
                       alpha: float | None = None, source_types: list[str] | None = None,
                       tags: list[str] | None = None, modified_after: str | None = None,
-                      modified_before: str | None = None) -> list[dict]:
+                      modified_before: str | None = None) -> SearchResults:
         """Keyword and semantic results fused: RRF, or ``alpha`` (0 keyword .. 1 vector),
-        with filters on both legs (jarvis_query/hybrid.py)."""
-        from jarvis_query.hybrid import search_hybrid
+        with the filters on both legs; each result says its rank and score in either leg
+        (None where that leg did not find it). While the version's embeddings are
+        incomplete, the keyword leg alone."""
+        check_search(self.config, query, limit, vault)
+        check_alpha(alpha)
+        filters = search_filter(vault, source_types, tags, modified_after, modified_before)
 
-        return search_hybrid(self, query, limit=limit, vault=vault, alpha=alpha,
-                             source_types=source_types, tags=tags,
-                             modified_after=modified_after, modified_before=modified_before)
+        def search(snapshot: Snapshot) -> SearchResults:
+            hits = self.hybrid.hits(snapshot, query, filters, alpha)
+            fusion = ("keyword only" if not snapshot.embeddings["complete"]
+                      else "rrf" if alpha is None else f"alpha={alpha}")
+            return SearchResults(
+                [{**result.as_dict(), "fusion": fusion,
+                  **_leg("keyword", hits.keyword.get(result.chunk_id)),
+                  **_leg("semantic", hits.semantic.get(result.chunk_id))}
+                 for result in chunk_results(snapshot, hits.fused[:limit])],
+                snapshot.embeddings)
+
+        return self._read(search)
+
+    def search_graph(self, query_note_path: str, depth: int = 1) -> dict:
+        """The neighbourhood of a note (or of a ticket by key, a commit by hash, a thread or
+        a page by key): connected notes with tags, relationships by type, counts. When the
+        graph cannot be searched, says why and falls back to semantic search."""
+        require_text(query_note_path, "query_note_path", MAX_PATH_CHARS)
+        check_depth(depth)
+        snapshot = self.snapshots.current()
+        key, vault, path = find_document(self.config, snapshot, query_note_path)
+        try:
+            result = self.graph.search(snapshot, key, depth)
+        except graph_failures() as exc:
+            title = path.rsplit("/", 1)[-1].removesuffix(".md")
+            fallback = self.search_semantic(title, vault=vault)
+            return {"available": False,
+                    "message": f"Graph search is currently unavailable: {exc}",
+                    "fallback": [r.as_dict() for r in fallback],
+                    "embeddings": fallback.embeddings}
+        return {"available": True, "vault": vault, "path": path, **result}
 
     def search_graphrag(self, query: str, limit: int = 10, vault: str | None = None,
-                        depth: int = 1, max_tokens: int = 6500) -> dict:
+                        depth: int = 1, max_tokens: int = DEFAULT_MAX_TOKENS,
+                        source_types: list[str] | None = None) -> dict:
         """An evidence pack: hybrid hits reranked through the graph, the subgraph linking
         them and a context block within ``max_tokens`` (jarvis_query/graphrag.py)."""
-        from jarvis_query.graphrag import search_graphrag
+        check_search(self.config, query, limit, vault)
+        check_depth(depth)
+        check_max_tokens(max_tokens)
+        filters = search_filter(vault, source_types)
+        return self._read(lambda snapshot: {
+            **self.graphrag.pack(snapshot, query, limit=limit, filters=filters, depth=depth,
+                                 max_tokens=max_tokens),
+            "embeddings": snapshot.embeddings})
 
-        return search_graphrag(self, query, limit=limit, vault=vault, depth=depth,
-                               max_tokens=max_tokens)
+    def get_vault_context(self, vault: str) -> dict:
+        """The source's newest analytics snapshot with ``generated_at``, ``content_hash``,
+        ``is_stale`` (against the published graph), ``cache_hit`` and the source's ``kind``
+        (a repository's or ticket set's snapshot has only cross-source figures)."""
+        require_text(vault, "vault", MAX_NAME_CHARS)
+        if vault not in self.config.source_names:
+            raise QueryError(f"Unknown vault '{shown(vault)}'", "vault")
+        try:
+            answer = self._read(lambda snapshot: self.vault_contexts.get(snapshot, vault))
+        except NoSnapshot as exc:
+            raise QueryError(str(exc)) from exc
+        return {**answer, "kind": self.config.source_kind(vault)}
 
-    @staticmethod
-    def _results(snapshot: Snapshot, scored: list[tuple[str, float]]) -> list[SearchResult]:
-        """Join scored chunk ids with the snapshot's chunk rows, keeping the given order."""
-        if not scored:
-            return []
-        ids = [chunk_id for chunk_id, _ in scored]
-        rows = snapshot.cursor().execute(
-            "SELECT chunk_id, path, source, heading_path, text, title, source_type FROM chunks "
-            f"WHERE chunk_id IN ({sql_strings(ids)})").fetchall()
-        by_id = {row[0]: row for row in rows}
-        results = []
-        for chunk_id, score in scored:
-            row = by_id.get(chunk_id)
-            if row is None:  # a vector newer than the published tables (server mode only)
-                continue
-            _, path, source, heading_path, text, title, source_type = row
-            results.append(SearchResult(
-                path=path, vault=source, heading=heading_path[-1] if heading_path else "",
-                score=round(float(score), 4), snippet=snippet(text), title=title,
-                chunk_id=chunk_id, source_type=source_type))
-        return results
+    def read_note(self, path: str, vault: str | None = None) -> dict:
+        """A note as it is on disk, with its tags, links and backlinks; or a mail thread or
+        Confluence page by its key, id or title, rebuilt from the published chunks
+        (reading.py)."""
+        return reading.read_note(self.config, self._optional_snapshot(), path, vault)
+
+    def list_vaults(self) -> dict:
+        """The configured sources of every kind and what the published version holds for
+        each."""
+        try:
+            return self._read(lambda snapshot: list_sources(self.config, snapshot))
+        except serving.NotPublished:  # none, or none readable: the configuration still lists
+            return list_sources(self.config, None)
+
+
+def _leg(name: str, found: tuple[int, float] | None) -> dict:
+    rank, score = found or (None, None)
+    return {f"{name}_rank": rank,
+            f"{name}_score": None if score is None else round(float(score), 4)}

@@ -1,9 +1,15 @@
-"""Reading one note from its vault, and listing the configured sources.
+"""read-note: one note from its vault, or a mail thread or Confluence page (documents.py).
 
 The serving tables keep no note bodies, so ``read_note`` reads the file itself; it is the
 one query that touches the vault folders, so it refuses any path that could lead outside
 them: ``..``, absolute paths, backslashes, NUL and control characters, percent-encoded or
-Unicode look-alike separators and dots, and symlinks whose target lies outside the vault.
+Unicode look-alike separators and dots, names longer than a file name can be, and symlinks
+whose target lies outside the vault. No message shows more of the path than its start, and
+none the vault's own location.
+
+One tool reads every kind of document a search can return as text of its own: a search hit
+names its source (``vault``) and ``path``, and read-note with those two reads it, whether a
+note (``Areas/Sleep.md``), a thread (``threads/<Message-ID>``) or a page (``pages/<id>``).
 """
 
 from __future__ import annotations
@@ -16,14 +22,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote
 
+from jarvis_core.config import JarvisConfig
 from jarvis_core.graph.keys import note_key
-from jarvis_core.sources.notes import parse_note
 from jarvis_core.sources.vault_scan import NOTE_SUFFIX, NoteReadError, _excluded, decode_note_bytes
-from jarvis_core.stores import serving
-from jarvis_query.knowledge_base import KnowledgeBase, QueryError
+from jarvis_core.stores.serving import NotPublished
+from jarvis_query import documents
+from jarvis_query.lookup import NoteNotFound, find_note
 from jarvis_query.snapshot import Snapshot
+from jarvis_query.validation import (
+    MAX_NAME_BYTES,
+    MAX_PATH_CHARS,
+    QueryError,
+    check_vault,
+    require_text,
+    shown,
+)
 
-MAX_PATH_CHARS = 1024
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _DRIVE = re.compile(r"^[A-Za-z]:")  # C:/… (backslashes are refused on their own)
 # Invisible characters that change how a path reads without changing what it opens.
@@ -72,10 +86,9 @@ def _decoded_forms(path: str) -> list[tuple[str, str]]:
 def safe_relative_path(path: str) -> str:
     """``path`` cleaned to vault-relative form ('a/b.md'), or NoteAccessError saying why
     it is refused. Every decoded reading of the path is checked, not just the literal one."""
-    if not isinstance(path, str) or not path.strip():
-        raise QueryError("path parameter is required")
+    require_text(path, "path")
     if len(path) > MAX_PATH_CHARS:
-        raise NoteAccessError(f"Access denied: the path is longer than {MAX_PATH_CHARS} "
+        raise NoteAccessError(f"Access denied: the path is longer than {MAX_PATH_CHARS:,} "
                               "characters")
     for form, how in _decoded_forms(path):
         problem = _path_problem(form)
@@ -83,10 +96,13 @@ def safe_relative_path(path: str) -> str:
             raise NoteAccessError(f"Access denied: {problem}{how}")
     parts = [part for part in path.strip().split("/") if part not in ("", ".")]
     if not parts:
-        raise QueryError("path parameter is required")
+        raise QueryError("path parameter is required", "path")
     if any(part.startswith(".") for part in parts):
         raise NoteAccessError("Access denied: hidden files and folders (.obsidian, .git, …) "
                               "are not notes")
+    if any(len(os.fsencode(part)) > MAX_NAME_BYTES for part in parts):
+        raise NoteAccessError(f"File not found: a name in '{shown(path)}' is longer than a "
+                              f"file name can be ({MAX_NAME_BYTES} bytes)")
     return "/".join(parts)
 
 
@@ -95,9 +111,18 @@ def _inside(root: Path, relative: str) -> Path:
     real_root = Path(os.path.realpath(root))
     real = Path(os.path.realpath(real_root / relative))
     if not real.is_relative_to(real_root):
-        raise NoteAccessError(f"Access denied: '{relative}' leads outside the vault "
+        raise NoteAccessError(f"Access denied: '{shown(relative)}' leads outside the vault "
                               "(a symlink points elsewhere)")
     return real
+
+
+def _is_file(real: Path) -> bool:
+    """Whether ``real`` is a file; False for what cannot be a file name (ENAMETOOLONG once
+    ".md" is added), whose OSError would show the vault's absolute path."""
+    try:
+        return real.is_file()
+    except OSError:
+        return False
 
 
 def _read_file(root: Path, real: Path, relative: str,
@@ -108,80 +133,74 @@ def _read_file(root: Path, real: Path, relative: str,
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError as exc:
-        raise NoteAccessError(f"File not found: '{relative}'") from exc
+        raise NoteAccessError(f"File not found: '{shown(relative)}'") from exc
     except OSError as exc:
-        raise NoteAccessError(f"cannot open '{relative}': {exc.strerror}") from exc
+        raise NoteAccessError(f"cannot open '{shown(relative)}': {exc.strerror}") from exc
     with os.fdopen(fd, "rb") as file:
         opened = Path(f"/proc/self/fd/{fd}")
         if opened.exists() and not Path(os.readlink(opened)).is_relative_to(
                 os.path.realpath(root)):
-            raise NoteAccessError(f"Access denied: '{relative}' leads outside the vault (it "
+            raise NoteAccessError(f"Access denied: '{shown(relative)}' leads outside the vault (it "
                                   "changed while being opened)")
         info = os.fstat(file.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise NoteAccessError(f"'{relative}' is not a file")
+            raise NoteAccessError(f"'{shown(relative)}' is not a file")
         if info.st_size > max_bytes:
-            raise NoteAccessError(f"'{relative}' is {info.st_size} bytes, over the {max_bytes} "
-                                  "byte limit (ingest.max_note_bytes)")
+            raise NoteAccessError(f"'{shown(relative)}' is {info.st_size} bytes, over the "
+                                  f"{max_bytes} byte limit (ingest.max_note_bytes)")
         data = file.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise NoteAccessError(f"'{relative}' grew past the {max_bytes} byte limit")
+        raise NoteAccessError(f"'{shown(relative)}' grew past the {max_bytes} byte limit")
     try:
         text, warnings = decode_note_bytes(data)
     except NoteReadError as exc:
-        raise NoteAccessError(f"'{relative}': {exc}") from exc
+        raise NoteAccessError(f"'{shown(relative)}': {exc}") from exc
     return text, info, warnings
 
 
-def _current_snapshot(kb: KnowledgeBase) -> Snapshot | None:
-    try:
-        return kb.snapshots.current()
-    except serving.NotPublished:
-        return None
-
-
-def _locate(kb: KnowledgeBase, path: str, vault: str | None,
-            snapshot: Snapshot | None) -> tuple[str, str, Path]:
+def _locate(config: JarvisConfig, snapshot: Snapshot | None, path: str,
+            vault: str | None) -> tuple[str, str, Path]:
     """(vault, vault-relative path, real file) of the note ``path`` names: a path in
     ``vault`` or any vault (".md" optional, the vault name may lead it), else a title or
     alias-free name from the published notes."""
-    kb.check_vault(vault)
+    check_vault(config, vault)
     relative = safe_relative_path(path)
-    vaults = [vault] if vault else sorted(kb.config.vaults)
+    vaults = [vault] if vault else sorted(config.vaults)
     head, _, rest = relative.partition("/")
     attempts = [(name, relative) for name in vaults]
-    if vault is None and head in kb.config.vaults and rest:
+    if vault is None and head in config.vaults and rest:
         attempts.append((head, rest))
     found: list[tuple[str, str, Path]] = []
     for name, candidate in attempts:
         for with_suffix in dict.fromkeys(
                 (candidate, candidate if candidate.lower().endswith(NOTE_SUFFIX)
                  else candidate + NOTE_SUFFIX)):
-            real = _inside(kb.config.vaults[name].path, with_suffix)
-            if real.is_file():
+            real = _inside(config.vaults[name].path, with_suffix)
+            if _is_file(real):
                 found.append((name, with_suffix, real))
                 break
     if not found and snapshot is not None:
-        try:
-            _, name, table_path = kb.find_note(snapshot, relative)
-        except QueryError as exc:
-            if not str(exc).startswith("Note not found"):
-                raise  # a title naming several notes: the message lists them
+        try:  # a title naming several notes raises: the message lists them
+            _, name, table_path = find_note(config, snapshot, relative)
+        except NoteNotFound:
+            pass
         else:
             if vault in (None, name):
                 found.append((name, table_path,
-                              _inside(kb.config.vaults[name].path, table_path)))
+                              _inside(config.vaults[name].path, table_path)))
     if not found:
         where = f"vault '{vault}'" if vault else "any vault"
-        raise NoteAccessError(f"File not found: '{path}' in {where}")
+        raise NoteAccessError(f"File not found: '{shown(path)}' in {where}")
     if len({name for name, _, _ in found}) > 1:
         places = ", ".join(f"{name}/{rel}" for name, rel, _ in found)
         raise QueryError(f"'{path}' names notes in several vaults: {places}; give the vault")
     name, relative, real = found[0]
     if not relative.lower().endswith(NOTE_SUFFIX):
-        raise NoteAccessError(f"'{relative}' is not a note (only {NOTE_SUFFIX} files are read)")
-    if _excluded(relative, kb.config.vaults[name].exclude):
-        raise NoteAccessError(f"Access denied: '{relative}' is excluded from vault '{name}'")
+        raise NoteAccessError(f"'{shown(relative)}' is not a note (only {NOTE_SUFFIX} files "
+                              "are read)")
+    if _excluded(relative, config.vaults[name].exclude):
+        raise NoteAccessError(f"Access denied: '{shown(relative)}' is excluded from vault "
+                              f"'{name}'")
     return name, relative, real
 
 
@@ -203,13 +222,57 @@ def _neighbours(snapshot: Snapshot, key: str) -> tuple[list[dict], list[dict]]:
     return links, backlinks
 
 
-def read_note(kb: KnowledgeBase, path: str, vault: str | None = None) -> dict:
+def read_note(config: JarvisConfig, snapshot: Snapshot | None, path: str,
+              vault: str | None = None) -> dict:
+    """A note (``kind`` "note"), thread or page named by ``path`` in ``vault`` (any source
+    of those kinds when omitted): a name that is no note is looked up among the configured
+    mail and Confluence sources before it is reported missing."""
+    if isinstance(path, str) and len(path) > MAX_PATH_CHARS:
+        raise NoteAccessError(f"Access denied: the path is longer than {MAX_PATH_CHARS:,} "
+                              f"characters ({len(path):,})")
+    require_text(path, "path")
+    kind = config.source_kind(vault) if vault is not None else None
+    if vault is not None and kind is None:
+        raise QueryError(f"Unknown vault '{shown(vault)}'", "vault")
+    if kind in ("mail", "confluence") or (vault is None and path.startswith(
+            ("thread:", "page:"))):
+        return _read_document(config, snapshot, path, vault)
+    if kind not in (None, "vault"):
+        raise QueryError(f"'{vault}' is a {kind} source: read-note reads notes, mail threads "
+                         "and Confluence pages", "vault")
+    try:
+        return _read_vault_note(config, snapshot, path, vault)
+    except NoteAccessError:
+        ref = None
+        if vault is None and snapshot is not None and documents.has_documents(config):
+            ref = documents.find_document(config, snapshot, path)
+        if ref is None:
+            raise
+        return documents.read_document(snapshot, ref)
+
+
+def _read_document(config: JarvisConfig, snapshot: Snapshot | None, path: str,
+                   vault: str | None) -> dict:
+    if snapshot is None:
+        raise NotPublished("nothing is published yet: mail threads and Confluence pages are "
+                           "read from the published version")
+    ref = documents.find_document(config, snapshot, path, vault)
+    if ref is None:
+        where = f"'{vault}'" if vault else "the mail and Confluence sources"
+        raise NoteAccessError(f"File not found: '{shown(path)}' in {where}")
+    return documents.read_document(snapshot, ref)
+
+
+def _read_vault_note(config: JarvisConfig, snapshot: Snapshot | None, path: str,
+                     vault: str | None) -> dict:
     """The note's text as it is on disk now, with its frontmatter, tags and aliases, and its
-    links and backlinks from the published graph."""
-    snapshot = _current_snapshot(kb)
-    name, relative, real = _locate(kb, path, vault, snapshot)
-    text, info, warnings = _read_file(kb.config.vaults[name].path, real, relative,
-                                      kb.config.ingest.max_note_bytes)
+    links and backlinks from the published graph (``snapshot``, None before any publish)."""
+    # The markdown parser is imported here: no other query needs it (30 ms of a cold start).
+    from jarvis_core.sources.notes import parse_note
+
+    name, relative, real = _locate(config, snapshot, path, vault)
+    text, info, warnings = _read_file(config.vaults[name].path, real, relative,
+                                      config.ingest.max_note_bytes)
     parsed = parse_note(text, path=relative)
     key = note_key(name, relative)
     links = backlinks = None
@@ -219,7 +282,7 @@ def read_note(kb: KnowledgeBase, path: str, vault: str | None = None) -> dict:
             "SELECT count(*) FROM notes WHERE note_key = ?", [key]).fetchone()[0] > 0
         links, backlinks = _neighbours(snapshot, key)
     return {
-        "vault": name, "path": relative, "title": parsed.title, "content": text,
+        "kind": "note", "vault": name, "path": relative, "title": parsed.title, "content": text,
         "frontmatter": parsed.frontmatter, "frontmatter_error": parsed.frontmatter_error,
         "tags": parsed.tags, "aliases": parsed.aliases,
         "size_bytes": info.st_size,
@@ -227,80 +290,3 @@ def read_note(kb: KnowledgeBase, path: str, vault: str | None = None) -> dict:
         "warnings": warnings, "published": published,
         "links": links, "backlinks": backlinks,
     }
-
-
-def list_vaults(kb: KnowledgeBase) -> dict:
-    """Every configured source with its kind and location, and what the published version
-    holds for it: notes, attachments, chunks by type, failures, when it was published."""
-    config = kb.config
-    snapshot = _current_snapshot(kb)
-    counts: dict[str, dict] = {}
-    published = None
-    if snapshot is not None:
-        manifest = snapshot.version.manifest
-        published = {"version": snapshot.version.name, "published_at": manifest["published_at"],
-                     "model": manifest["model"]}
-        cursor = snapshot.cursor()
-        for layer in ("notes", "attachments", "ingest_failures"):
-            for source, count in cursor.execute(
-                    f"SELECT source, count(*) FROM {layer} GROUP BY source").fetchall():
-                counts.setdefault(source, {})[layer] = count
-        for source, last in cursor.execute(
-                "SELECT source, max(ingested_at) FROM notes GROUP BY source").fetchall():
-            counts.setdefault(source, {})["last_ingested_at"] = last.isoformat() if last else None
-        for source, source_type, count in cursor.execute(
-                "SELECT source, source_type, count(*) FROM chunks GROUP BY ALL ORDER BY ALL"
-                ).fetchall():
-            counts.setdefault(source, {}).setdefault("chunks", {})[source_type] = count
-    sections = {"vault": config.vaults, "repo": config.repos, "tickets": config.tickets}
-    sources = []
-    for name in config.source_names:
-        kind = config.source_kind(name)
-        settings = sections[kind][name]
-        location = settings.path if settings.path is not None else settings.url  # a repo URL
-        found = counts.get(name, {})
-        sources.append({
-            "name": name, "kind": kind, "path": str(location),
-            "notes": found.get("notes", 0), "attachments": found.get("attachments", 0),
-            "failed": found.get("ingest_failures", 0), "chunks": found.get("chunks", {}),
-            "last_ingested_at": found.get("last_ingested_at"),
-            "last_refresh": published["published_at"] if published and found else None,
-        })
-    return {"vaults": [s for s in sources if s["kind"] == "vault"],
-            "other_sources": [s for s in sources if s["kind"] != "vault"],
-            "published": published}
-
-
-def _note_refs(notes: list[dict] | None) -> str:
-    if notes is None:
-        return "(nothing published yet)"
-    return ", ".join(f"{n['title'] or n['path']} ({'/'.join(n['relations'])})"
-                     for n in notes) or "none"
-
-
-def format_note(data: dict) -> str:
-    """A read note as text: a header with tags, links and backlinks, then the note."""
-    lines = [f"# {data['title']}  ({data['vault']}/{data['path']}, modified "
-             f"{data['modified_at'][:19]}Z)"]
-    if data["tags"]:
-        lines.append("tags: " + " ".join(f"#{tag}" for tag in data["tags"]))
-    lines += [f"links: {_note_refs(data['links'])}",
-              f"backlinks: {_note_refs(data['backlinks'])}",
-              *(f"warning: {w}" for w in data["warnings"]), "", data["content"]]
-    return "\n".join(lines)
-
-
-def format_vaults(data: dict) -> str:
-    """One line per source, under the published version."""
-    published = data["published"]
-    lines = [f"published version {published['version']} at {published['published_at'][:19]}Z"
-             if published else "nothing published yet: run `jarvis refresh`"]
-    for source in data["vaults"]:
-        lines.append(f"- {source['name']} (vault, {source['path']}): {source['notes']} notes, "
-                     f"{source['attachments']} attachments, {sum(source['chunks'].values())} "
-                     f"chunks, {source['failed']} failed")
-    for source in data["other_sources"]:
-        chunks = ", ".join(f"{n} {kind}" for kind, n in source["chunks"].items())
-        lines.append(f"- {source['name']} ({source['kind']}, {source['path']}): "
-                     f"chunks: {chunks or 'none published'}; {source['failed']} failed")
-    return "\n".join(lines)

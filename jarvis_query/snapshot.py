@@ -1,15 +1,28 @@
 """The query side's view of the stores: the newest published serving version, reloaded
-when a refresh publishes a new one, never holding a lock a refresh needs."""
+when a refresh publishes a new one, never holding a lock a refresh needs.
+
+A version's vectors and graph are opened on first use, so a keyword search never copies
+the vector shard and nothing imports a store's client library it does not need (the
+Qdrant server client and the Neo4j driver take about a second each to import).
+
+A version that cannot be read (its manifest missing, its tables file damaged) is skipped
+with a log line, and the one before it answers (two are kept): one bad file does not take
+every tool down. A version published before its embeddings were done says how far they are.
+"""
 
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import shutil
+import sys
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -21,64 +34,150 @@ from jarvis_core.config import (
     JarvisConfig,
 )
 from jarvis_core.stores import serving
-from jarvis_core.stores.graph.base import GraphStore
-from jarvis_core.stores.graph.cached import CachedGraphStore
-from jarvis_core.stores.graph.neo4j import Neo4jGraphStore
-from jarvis_core.stores.vectors.base import VectorStore
-from jarvis_core.stores.vectors.edge import EdgeVectorStore
-from jarvis_core.stores.vectors.server import QdrantServerVectorStore
+
+if TYPE_CHECKING:
+    from jarvis_core.stores.graph.base import GraphStore
+    from jarvis_core.stores.vectors.base import VectorStore
+    from jarvis_core.stores.vectors.filters import VectorFilter
 
 _READERS_DIR = ".readers"
+log = logging.getLogger("jarvis.query")
 
 
 class GraphUnavailable(RuntimeError):
     """The graph cannot be searched right now; the message says why."""
 
 
-@dataclass
+def graph_failures() -> tuple[type[BaseException], ...]:
+    """The errors that mean the graph cannot be read right now. Neo4j's are among them only
+    once its driver is loaded: before that, nothing can raise them."""
+    failures: tuple[type[BaseException], ...] = (GraphUnavailable, OSError)
+    neo4j_errors = sys.modules.get("neo4j.exceptions")
+    if neo4j_errors is not None:
+        failures += (neo4j_errors.DriverError, neo4j_errors.Neo4jError)
+    return failures
+
+
 class Snapshot:
-    """One published version, opened: its tables (read-only) and its vectors."""
+    """One published version, opened: its tables (read-only) at once, its vectors and its
+    graph on first use."""
 
-    version: serving.PublishedVersion
-    tables: duckdb.DuckDBPyConnection
-    vectors: VectorStore
-    _private_copy: Path | None = None
-    _graph: GraphStore | None = None
-    _graph_lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def graph(self) -> GraphStore:
-        """The graph of this version, opened on first use: the published embedded copy (its
-        adjacency cached in memory) or Neo4j when the version was built against it."""
-        with self._graph_lock:
-            if self._graph is None:
-                if self.version.manifest.get("graph_backend") == "neo4j":
-                    uri = os.environ.get(NEO4J_URI_ENV)
-                    if not uri:
-                        raise GraphUnavailable("the graph lives in Neo4j but NEO4J_URI is "
-                                               "not set")
-                    self._graph = Neo4jGraphStore(uri, os.environ.get(NEO4J_USER_ENV, "neo4j"),
-                                                  os.environ.get(NEO4J_PASSWORD_ENV, ""))
-                elif not self.version.graph_path.is_file():
-                    raise GraphUnavailable(f"serving version {self.version.name} has no graph")
-                else:
-                    self._graph = CachedGraphStore(self.version.graph_path)
-            return self._graph
+    def __init__(self, config: JarvisConfig, version: serving.PublishedVersion,
+                 tables: duckdb.DuckDBPyConnection) -> None:
+        self.config = config
+        self.version = version
+        self.tables = tables
+        self._vectors: VectorStore | None = None
+        self._private_copy: Path | None = None
+        self._graph: GraphStore | None = None
+        self._vectors_lock = threading.Lock()
+        self._graph_lock = threading.Lock()
+        self._tables: frozenset[str] | None = None
+        self.skipped: list[Unreadable] = []  # newer versions that could not be read
 
     @property
     def model(self) -> str:
         return self.version.manifest["model"]
 
+    @cached_property
+    def embeddings(self) -> dict:
+        """How far the version's embeddings are: a first refresh of a large source publishes
+        before every chunk has its vector (``vectors_complete`` false in the manifest)."""
+        manifest = self.version.manifest
+        total = int(manifest.get("chunks") or 0)
+        done = sum((manifest.get("vectors") or {}).values())
+        complete = bool(manifest.get("vectors_complete", True))
+        message = None if complete else (
+            f"embeddings {min(done, total):,} of {total:,} chunks: keyword results until "
+            "every chunk has its vector")
+        return {"complete": complete, "done": done, "total": total, "message": message}
+
+    def table_names(self) -> frozenset[str]:
+        """The tables the version holds (older versions lack the newer kinds' tables)."""
+        if self._tables is None:
+            self._tables = frozenset(name for (name,) in self.cursor().execute(
+                "SELECT table_name FROM duckdb_tables()").fetchall())
+        return self._tables
+
+    @property
+    def vectors(self) -> VectorStore:
+        with self._vectors_lock:
+            if self._vectors is None:
+                self._vectors = self._open_vectors()
+            return self._vectors
+
+    def graph(self) -> GraphStore:
+        """The graph of this version: the published embedded copy (its adjacency cached in
+        memory) or Neo4j when the version was built against it."""
+        with self._graph_lock:
+            if self._graph is None:
+                self._graph = self._open_graph()
+            return self._graph
+
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor of its own for each request: connections are not shared across threads."""
         return self.tables.cursor()
 
+    def restrict(self, filters: VectorFilter | None) -> VectorFilter | None:
+        """The filters every retriever applies: as given here; a profile's snapshot narrows
+        them to its sources (jarvis_query/scoped.py)."""
+        return filters
+
+    def restrict_sources(self, sources: list[str] | None) -> list[str] | None:
+        """The sources a name search keeps to (see ``restrict``)."""
+        return sources
+
     def close(self) -> None:
-        if self._graph is not None:
-            self._graph.close()
-        self.vectors.close()
-        self.tables.close()
-        if self._private_copy:
-            shutil.rmtree(self._private_copy, ignore_errors=True)
+        with self._graph_lock, self._vectors_lock:
+            if self._graph is not None:
+                self._graph.close()
+            if self._vectors is not None:
+                self._vectors.close()
+            self.tables.close()
+            if self._private_copy:
+                shutil.rmtree(self._private_copy, ignore_errors=True)
+
+    def _open_vectors(self) -> VectorStore:
+        manifest = self.version.manifest
+        if manifest["vector_backend"] == "server":
+            if not self.config.vectors.url:
+                raise serving.NotPublished(
+                    f"serving version {self.version.name} keeps its vectors on a Qdrant "
+                    "server, but no vectors.url / QDRANT_URL is configured")
+            from jarvis_core.stores.vectors.server import QdrantServerVectorStore
+
+            return QdrantServerVectorStore(self.config.vectors.url,
+                                           os.environ.get(QDRANT_API_KEY_ENV),
+                                           manifest["collection"], manifest["dimension"],
+                                           manifest["model"])
+        from jarvis_core.stores.vectors.edge import EdgeVectorStore
+
+        readers = serving.serving_root(self.config.data_dir) / _READERS_DIR
+        readers.mkdir(parents=True, exist_ok=True)
+        _remove_dead_readers(readers)
+        private = readers / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            vectors = EdgeVectorStore.open_read_copy(self.version.vectors_path, private)
+        except BaseException:
+            shutil.rmtree(private, ignore_errors=True)
+            raise
+        self._private_copy = private
+        return vectors
+
+    def _open_graph(self) -> GraphStore:
+        if self.version.manifest.get("graph_backend") == "neo4j":
+            uri = os.environ.get(NEO4J_URI_ENV)
+            if not uri:
+                raise GraphUnavailable("the graph lives in Neo4j but NEO4J_URI is not set")
+            from jarvis_core.stores.graph.neo4j import Neo4jGraphStore
+
+            return Neo4jGraphStore(uri, os.environ.get(NEO4J_USER_ENV, "neo4j"),
+                                   os.environ.get(NEO4J_PASSWORD_ENV, ""))
+        if not self.version.graph_path.is_file():
+            raise GraphUnavailable(f"serving version {self.version.name} has no graph")
+        from jarvis_core.stores.graph.cached import CachedGraphStore
+
+        return CachedGraphStore(self.version.graph_path)
 
 
 def _remove_dead_readers(root: Path) -> None:
@@ -89,56 +188,106 @@ def _remove_dead_readers(root: Path) -> None:
             shutil.rmtree(directory, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A published version that could not be opened: ``state`` is "corrupt" (a missing or
+    damaged file: the next refresh publishes a new version) or "locked" (another process
+    holds its tables file)."""
+
+    version: str
+    state: str
+    reason: str
+
+    def as_dict(self) -> dict:
+        return {"version": self.version, "state": self.state, "reason": self.reason}
+
+
+def _state(exc: BaseException) -> str:
+    """"locked" when DuckDB could not take its lock on the file, else "corrupt"."""
+    text = str(exc)
+    return "locked" if isinstance(exc, duckdb.IOException) and "lock" in text.lower() \
+        and "not a valid" not in text else "corrupt"
+
+
 def open_snapshot(config: JarvisConfig, version: serving.PublishedVersion) -> Snapshot:
+    """``version`` opened and checked (a damaged tables file fails here, not mid-request)."""
     tables = duckdb.connect(str(version.tables_path), read_only=True)
-    manifest = version.manifest
-    if manifest["vector_backend"] == "server":
-        if not config.vectors.url:
-            tables.close()
-            raise serving.NotPublished(
-                f"serving version {version.name} keeps its vectors on a Qdrant server, "
-                "but no vectors.url / QDRANT_URL is configured")
-        vectors = QdrantServerVectorStore(config.vectors.url,
-                                          os.environ.get(QDRANT_API_KEY_ENV),
-                                          manifest["collection"], manifest["dimension"],
-                                          manifest["model"])
-        return Snapshot(version, tables, vectors)
-    readers = serving.serving_root(config.data_dir) / _READERS_DIR
-    readers.mkdir(parents=True, exist_ok=True)
-    _remove_dead_readers(readers)
-    private = readers / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
-        vectors = EdgeVectorStore.open_read_copy(version.vectors_path, private)
+        tables.execute("SELECT count(*) FROM chunks").fetchone()
     except BaseException:
         tables.close()
-        shutil.rmtree(private, ignore_errors=True)
         raise
-    return Snapshot(version, tables, vectors, private)
+    return Snapshot(config, version, tables)
+
+
+def open_newest(config: JarvisConfig, name: str | None, skip: frozenset[str] = frozenset()
+                ) -> Snapshot:
+    """The version ``name`` (CURRENT), else the newest older one that can be read; the ones
+    passed over are listed in ``snapshot.skipped``. NotPublished before the first publish;
+    VersionDamaged when no version can be read."""
+    if name is None:
+        raise serving.NotPublished(
+            f"nothing published under {serving.serving_root(config.data_dir)} yet: run "
+            "`jarvis refresh` first")
+    candidates = [name] + [older for older in serving.published_names(config.data_dir)
+                           if older < name]
+    skipped: list[Unreadable] = []
+    for candidate in candidates:
+        if candidate in skip:
+            skipped.append(Unreadable(candidate, "corrupt", "failed while it was read"))
+            continue
+        try:
+            snapshot = open_snapshot(config, serving.read_version(config.data_dir, candidate))
+        except (serving.VersionDamaged, duckdb.Error, OSError) as exc:
+            skipped.append(Unreadable(candidate, _state(exc), str(exc).splitlines()[0][:300]))
+            continue
+        for problem in skipped:
+            log.warning("serving version %s is %s (%s): answering from version %s",
+                        problem.version, problem.state, problem.reason, candidate)
+        snapshot.skipped = skipped
+        return snapshot
+    first = skipped[0]
+    raise serving.VersionDamaged(
+        f"serving version {first.version} is {first.state} ({first.reason}) and no earlier "
+        "version can be read: run `jarvis refresh` to publish a new one")
 
 
 class SnapshotProvider:
     """Hands out the current snapshot; one small file read per call notices a new version.
 
     The snapshot replaced by a newer one stays open until the next switch, so a request
-    still reading it finishes undisturbed.
+    still reading it finishes undisturbed. A version that cannot be read is passed over for
+    the one before it until a new version is published.
     """
 
     def __init__(self, config: JarvisConfig):
         self.config = config
         self._snapshot: Snapshot | None = None
         self._retired: Snapshot | None = None
+        self._wanted: str | None = None  # the CURRENT name the snapshot answers for
+        self._damaged: set[str] = set()
         self._lock = threading.Lock()
         atexit.register(self.close)
 
     def current(self) -> Snapshot:
         name = serving.current_name(self.config.data_dir)
         with self._lock:
-            if self._snapshot is None or self._snapshot.version.name != name:
-                fresh = open_snapshot(self.config, serving.current_version(self.config.data_dir))
-                if self._retired is not None:
-                    self._retired.close()
-                self._retired, self._snapshot = self._snapshot, fresh
+            if self._snapshot is None or self._wanted != name:
+                self._switch(open_newest(self.config, name, frozenset(self._damaged)), name)
             return self._snapshot
+
+    def damaged(self, snapshot: Snapshot, exc: BaseException) -> None:
+        """``snapshot`` failed while it was read: answer from an older version from now on."""
+        log.warning("serving version %s failed while it was read (%s): passing it over",
+                    snapshot.version.name, str(exc).splitlines()[0][:300])
+        with self._lock:
+            self._damaged.add(snapshot.version.name)
+            self._wanted = None
+
+    def _switch(self, fresh: Snapshot, name: str | None) -> None:
+        if self._retired is not None:
+            self._retired.close()
+        self._retired, self._snapshot, self._wanted = self._snapshot, fresh, name
 
     def close(self) -> None:
         with self._lock:

@@ -1,5 +1,5 @@
-"""Requests a refresh of a file-based export source (ticket sets; mail folders and
-Confluence exports next) when one of its files was added, changed or removed, and only then.
+"""Requests a refresh of a file-based export source (ticket sets, mail folders and files,
+Confluence exports) when one of its files was added, changed or removed, and only then.
 
 One factory makes the sensor of every such kind: a tick costs a stat walk per source (a
 digest of its files' paths, sizes and mtimes kept in the cursor); only when that moved are
@@ -21,7 +21,7 @@ from jarvis_core.sources.changes import (
     stat_digest,
     truncated_list,
 )
-from jarvis_core.sources.tickets.export import ticket_files
+from jarvis_core.sources.listings import confluence_files, mail_files, ticket_files
 from jarvis_resources import JarvisConfigResource
 from sensors.common import first_run_requested, read_cursor, registered_sources, write_cursor
 
@@ -83,3 +83,8 @@ def export_changes_sensor(name: str, section: str, list_files: ListFiles, *, fil
 ticket_exports_sensor = export_changes_sensor(
     "ticket_exports_sensor", "tickets", ticket_files, files_table="ticket_files",
     noun="ticket set")
+mail_changes_sensor = export_changes_sensor(
+    "mail_changes_sensor", "mail", mail_files, files_table="mail_files", noun="mail source")
+confluence_exports_sensor = export_changes_sensor(
+    "confluence_exports_sensor", "confluence", confluence_files, files_table="page_files",
+    noun="Confluence export")

@@ -43,7 +43,7 @@ def sample_config(tmp_path, sample_vault) -> JarvisConfig:
 def published_sample(tmp_path_factory) -> JarvisConfig:
     """The sample vault refreshed and published once per session, for tests that only query
     it (tests that edit a vault make their own)."""
-    from jarvis_cli.refresh import run_refresh
+    from jarvis_pipeline.refresh import run_refresh
 
     with pytest.MonkeyPatch.context() as patch:
         for name in ("JARVIS_HOME", "JARVIS_CONFIG", "DAGSTER_HOME"):

@@ -9,7 +9,7 @@ import yaml
 from jarvis_assets.jobs import refresh_sources_job
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.config import JarvisConfig, load_config
-from jarvis_core.stores.tables import read_only
+from jarvis_core.stores.connections import read_only
 from jarvis_definitions import build_definitions
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

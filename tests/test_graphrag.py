@@ -9,7 +9,7 @@ from jarvis_core.stores import serving
 from jarvis_core.text.tokens import token_counter
 from jarvis_query.graphrag import WEIGHTS
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-from tests.conftest import write_config
+from tests.pipeline_helpers import write_config
 
 
 @pytest.fixture(scope="module")

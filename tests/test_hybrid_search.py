@@ -1,54 +1,11 @@
-"""Hybrid search: the fusion functions, the filter arguments, and search_hybrid end to end
-on the published sample vault."""
+"""Hybrid search end to end on the published sample vault: both legs, their filters, and
+argument errors (the fusion functions and the filter arguments: tests/unit)."""
 
 from datetime import datetime
 
 import pytest
 
-from jarvis_core.stores.vectors.filters import VectorFilter
-from jarvis_query.hybrid import fuse, reciprocal_rank_fusion, search_filter, weighted_fusion
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-
-KEYWORD = [("a", 12.0), ("b", 6.0), ("c", 3.0)]
-DENSE = [("c", 0.9), ("d", 0.8), ("a", 0.5)]
-
-
-def test_reciprocal_rank_fusion_rewards_agreement():
-    fused = reciprocal_rank_fusion(["a", "b", "c"], ["c", "d", "a"])
-    assert fused["a"] == pytest.approx(1 / 61 + 1 / 63)
-    assert fused["d"] == pytest.approx(1 / 62)
-    assert [item for item, _ in fuse(KEYWORD, DENSE)] == ["a", "c", "b", "d"]
-    assert fuse([], []) == []
-
-
-def test_alpha_weights_the_normalised_legs():
-    assert [item for item, _ in fuse(KEYWORD, DENSE, alpha=0)][:3] == ["a", "b", "c"]
-    assert [item for item, _ in fuse(KEYWORD, DENSE, alpha=1)][:3] == ["c", "d", "a"]
-    half = weighted_fusion(KEYWORD, DENSE, 0.5)
-    assert half["a"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.0)
-    assert half["c"] == pytest.approx(0.5 * 0.0 + 0.5 * 1.0)
-    assert half["d"] == pytest.approx(0.5 * 0.75)
-    # ties are broken by id, so equal scores still order deterministically
-    assert fuse([("y", 1.0), ("x", 1.0)], [], alpha=0) == [("x", 1.0), ("y", 1.0)]
-
-
-def test_filter_arguments():
-    assert search_filter() is None
-    filters = search_filter("work", "note", ["#health", "sleep"], "2026-01-01", "2026-01-31")
-    assert filters == VectorFilter(sources=["work"], source_types=["note"],
-                                   tags_any=["health", "sleep"],
-                                   modified_from=datetime(2026, 1, 1),
-                                   modified_to=datetime(2026, 1, 31, 23, 59, 59, 999999))
-    assert search_filter(modified_before="2026-01-31T12:00:00").modified_to == \
-        datetime(2026, 1, 31, 12)
-    for kwargs, message in [
-            ({"modified_after": "yesterday"}, "modified_after must be an ISO date"),
-            ({"modified_after": "2026-02-01", "modified_before": "2026-01-01"},
-             "modified_after must not be later than modified_before"),
-            ({"tags": [""]}, "tags must be a list of non-empty strings"),
-            ({"source_types": [3]}, "source_types must be a list of non-empty strings")]:
-        with pytest.raises(QueryError, match=message):
-            search_filter(**kwargs)
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,15 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from jarvis_assets.jobs import refresh_sources_job
+from jarvis_assets.partitions import source_partitions
+from jarvis_core.stores.connections import read_only
 from jarvis_core.stores.keyword import CHUNK_COLUMNS, KeywordIndex, KeywordSearcher
 from jarvis_core.stores.vectors.filters import VectorFilter
+from jarvis_core.stores.vectors.sync import read_payload_rows
+from jarvis_definitions import build_definitions
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-from tests.conftest import checks, metadata, run
+from tests.pipeline_helpers import checks, metadata, run
 
 
 def chunk(chunk_id: str, text: str, **fields) -> dict:
@@ -158,12 +163,27 @@ def test_keyword_index_asset_follows_edits_and_its_check_passes(sample_config, s
         assert checks(second)["keyword_index_matches_chunks"].passed
     with KeywordIndex(sample_config.keyword_path) as index, index._writers() as (writer, _):
         writer.delete_documents_by_term("chunk_id", sorted(index.chunk_ids("sample"))[0])
-        writer.commit()  # the index loses a chunk behind the ledger's back
+        writer.commit()  # the index loses a chunk behind the ledger's back: damage
     with dg.DagsterInstance.ephemeral() as instance:
-        third = run(sample_config, "sample", instance, raise_on_error=False)
-        evaluation = checks(third)["keyword_index_matches_chunks"]
-        assert not evaluation.passed
-        assert evaluation.metadata["sources_wrong"].value == 1
+        healed = run(sample_config, "sample", instance)
+        assert checks(healed)["keyword_index_matches_chunks"].passed  # rebuilt on open
+    with KeywordIndex(sample_config.keyword_path) as index:
+        rows = read_payload_rows_of(sample_config, "sample")
+        index.sync_source("sample", rows.slice(1))  # consistent, but one chunk short
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions(source_partitions.name, ["sample"])
+        job = build_definitions(sample_config).resolve_job_def(refresh_sources_job.name)
+        alone = job.execute_in_process(  # the check alone: the asset would re-add the chunk
+            partition_key="sample", instance=instance, raise_on_error=False,
+            op_selection=["keyword_index_keyword_index_matches_chunks"])
+    [evaluation] = alone.get_asset_check_evaluations()
+    assert not evaluation.passed
+    assert evaluation.metadata["sources_wrong"].value == 1
+
+
+def read_payload_rows_of(config, source: str) -> pl.DataFrame:
+    with read_only(config.duckdb_path) as conn:
+        return read_payload_rows(conn, source)
 
 
 @pytest.fixture(scope="module")

@@ -6,20 +6,26 @@ import json
 import re
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
-from jarvis_cli.refresh import run_refresh
 from jarvis_core.stores import serving
-from tests.conftest import PROJECT_ROOT, SAMPLE_VAULT, write_config
+from jarvis_pipeline.refresh import run_refresh
+from jarvis_query.knowledge_base import KnowledgeBase
+from jarvis_query.mcp_server import build_server
+from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, write_config
+from tests.query_helpers import publish_encoder
 
 pytestmark = pytest.mark.slow
 
-TOOLS = {"search-semantic", "search-vault", "search-hybrid", "search-graph", "search-graphrag",
-         "read-note", "list-vaults", "get-vault-context"}
+QUERY_TOOLS = {"search-semantic", "search-vault", "search-hybrid", "search-graph",
+               "search-graphrag", "read-note", "list-vaults", "get-vault-context"}
+# `jarvis serve` adds the assistant tools (memory, health) to build_server's query tools
+TOOLS = QUERY_TOOLS | {"remember", "recall", "forget", "health-status", "performance-metrics"}
 SECRET = "TOP SECRET: do not serve"
 JARVIS = str(Path(sys.executable).with_name("jarvis"))
 
@@ -60,6 +66,7 @@ def published(tmp_path_factory):
         config = write_config(root / "project", {"sample": vault})
         report = run_refresh(config)
     assert report["ok"], report
+    publish_encoder(config.data_dir)
     (root / "secret.md").write_text(SECRET)
     (vault / "Leak.md").symlink_to(root / "secret.md")
     return config
@@ -90,6 +97,15 @@ GOOD = {
     "read_by_title": ("read-note", {"path": "Shakshuka", "vault": "sample"}),
     "vaults": ("list-vaults", {}),
     "context": ("get-vault-context", {"vault": "sample"}),
+    # numbers and flags typed into a client's form arrive as text (the MCP Inspector)
+    "semantic_as_text": ("search-semantic", {"query": "sleep", "limit": "3",
+                                             "similarity_threshold": "0.2"}),
+    "vault_as_text": ("search-vault", {"query": "idempotency key", "search_content": "true",
+                                       "limit": "5"}),
+    "hybrid_as_text": ("search-hybrid", {"query": "alerting", "alpha": "0.5", "limit": "5"}),
+    "graph_as_text": ("search-graph", {"query_note_path": "Alerting", "depth": "2"}),
+    "graphrag_as_text": ("search-graphrag", {"query": "alerting rules", "limit": "3",
+                                             "depth": "1", "max_tokens": "800"}),
 }
 BAD = {  # label -> (tool, arguments, the start of the error text)
     "semantic_no_query": ("search-semantic", {"limit": 3}, "Error: query parameter is required"),
@@ -102,6 +118,14 @@ BAD = {  # label -> (tool, arguments, the start of the error text)
                             "Error: limit: Input should be a valid integer"),
     "vault_content_type": ("search-vault", {"query": "x", "search_content": "yes"},
                            "Error: search_content: Input should be a valid boolean"),
+    "semantic_limit_word": ("search-semantic", {"query": "x", "limit": "ten"},
+                            "Error: limit: Input should be a valid integer"),
+    "semantic_threshold_text": ("search-semantic", {"query": "x", "similarity_threshold": "2"},
+                                "Error: similarity_threshold must be between -1 and 1"),
+    "hybrid_alpha_word": ("search-hybrid", {"query": "x", "alpha": "ten"},
+                          "Error: alpha: Input should be a valid number"),
+    "graph_depth_word": ("search-graph", {"query_note_path": "Alerting", "depth": "two"},
+                         "Error: depth: Input should be a valid integer"),
     "semantic_vault": ("search-semantic", {"query": "x", "vault": "nope"},
                        "Error: Unknown vault 'nope'"),
     "semantic_threshold": ("search-semantic", {"query": "x", "similarity_threshold": 2},
@@ -164,7 +188,8 @@ def test_tool_list_and_schemas(session):
     tools, _, _ = session
     assert set(tools) == TOOLS
     for tool in tools.values():
-        assert tool.description and tool.annotations.read_only_hint is True
+        assert tool.description
+        assert tool.annotations.read_only_hint is (tool.name not in {"remember", "forget"})
     semantic = tools["search-semantic"].input_schema
     assert semantic["required"] == ["query"]
     assert semantic["properties"]["limit"].items() >= {
@@ -174,7 +199,13 @@ def test_tool_list_and_schemas(session):
         "query", "limit", "vault", "alpha", "source_types", "tags", "modified_after",
         "modified_before"}
     assert set(tools["search-graphrag"].input_schema["properties"]) == {
-        "query", "limit", "vault", "depth", "max_tokens"}
+        "query", "limit", "vault", "depth", "max_tokens", "source_types"}
+    assert set(tools["search-vault"].input_schema["properties"]) == {
+        "query", "search_content", "limit", "vault", "source_types"}
+    assert semantic["properties"]["query"]["maxLength"] == 4000
+    source_types = tools["search-hybrid"].input_schema["properties"]["source_types"]
+    assert source_types["anyOf"][0]["items"]["enum"] == [
+        "note", "commit", "repo_doc", "ticket", "email", "page"]
     assert tools["search-graphrag"].input_schema["properties"]["max_tokens"]["default"] == 6500
     graph = tools["search-graph"].input_schema
     assert graph["required"] == ["query_note_path"]
@@ -279,15 +310,71 @@ def test_get_vault_context(session):
     assert {"generated_at", "content_hash", "is_stale", "cache_hit"} <= set(data)
 
 
+def test_numbers_and_flags_sent_as_text_are_taken(session):
+    semantic = answer(session, "semantic_as_text")["results"]
+    assert len(semantic) == 3 and all(r["score"] >= 0.2 for r in semantic)
+    content = answer(session, "vault_as_text")["results"]
+    assert len(content) == 5 and all(r["match"] == "content" for r in content)
+    assert {r["fusion"] for r in answer(session, "hybrid_as_text")["results"]} == {"alpha=0.5"}
+    assert answer(session, "graph_as_text")["depth"] == 2
+    pack = answer(session, "graphrag_as_text")
+    assert pack["max_tokens"] == 800 and len(pack["sources"]) == 3
+
+
+def test_tools_answer_while_the_encoder_loads_and_a_search_waits_for_it(published):
+    """initialize, tools/list and a keyword search answer while the background load of the
+    query encoder is held up; a semantic search waits for that load, not for one of its own."""
+    kb = KnowledgeBase(published)
+    loading, release, loads = threading.Event(), threading.Event(), []
+    load = kb.dense._load
+
+    def held_up_load(version):
+        loads.append(version.name)
+        loading.set()
+        release.wait(120)
+        return load(version)
+
+    kb.dense._load = held_up_load
+    kb.load_in_background()
+    assert loading.wait(60)
+
+    async def converse():
+        async with Client(build_server(kb)) as client:  # initialize
+            tools = await client.list_tools()
+            names = await client.call_tool("search-vault", {"query": "Shakshuka"})
+            answered = {}
+
+            async def semantic():
+                answered["semantic"] = await client.call_tool("search-semantic",
+                                                              {"query": "sleep", "limit": 3})
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(semantic)
+                await anyio.sleep(0.5)
+                held_up = "semantic" not in answered
+                release.set()
+        return tools, names, held_up, answered["semantic"]
+
+    try:
+        tools, names, held_up, semantic = anyio.run(converse)
+    finally:
+        release.set()
+        kb.close()
+    assert {tool.name for tool in tools.tools} == QUERY_TOOLS
+    assert not names.is_error and held_up
+    assert not semantic.is_error and len(semantic.structured_content["results"]) == 3
+    assert loads == [serving.current_name(published.data_dir)]
+
+
 def test_graph_unavailable_falls_back_over_the_module_entry_point(published, tmp_path):
-    """`python -m jarvis_query.mcp_server` serves too; a version without its graph answers
+    """`python -m jarvis_query.mcp_stdio` serves too; a version without its graph answers
     with the seed's message and semantic results instead."""
     graph = serving.current_version(published.data_dir).graph_path
     hidden = graph.with_name("graph.sqlite.hidden")
     graph.rename(hidden)
     try:
         _, results = converse(
-            [sys.executable, "-m", "jarvis_query.mcp_server", "--config",
+            [sys.executable, "-m", "jarvis_query.mcp_stdio", "--config",
              str(published.config_path)],
             {"graph": ("search-graph", {"query_note_path": "Alerting"})}, tmp_path / "log")
     finally:
@@ -303,7 +390,7 @@ def test_graph_unavailable_falls_back_over_the_module_entry_point(published, tmp
 def test_nothing_published_yet(tmp_path, sample_vault):
     config = write_config(tmp_path / "fresh", {"sample": sample_vault})
     _, results = converse(
-        [sys.executable, "-m", "jarvis_query.mcp_server", "--config", str(config.config_path)],
+        [sys.executable, "-m", "jarvis_query.mcp_stdio", "--config", str(config.config_path)],
         {"vaults": ("list-vaults", {}), "semantic": ("search-semantic", {"query": "sleep"}),
          "read": ("read-note", {"path": "Areas/Health/Sleep.md"})}, tmp_path / "log")
     assert results["vaults"].structured_content["published"] is None

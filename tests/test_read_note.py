@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from jarvis_cli.main import cli
 from jarvis_core.config import load_config
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-from jarvis_query.reading import NoteAccessError, _read_file, list_vaults, read_note
+from jarvis_query.reading import NoteAccessError, _read_file
 
 SECRET = "TOP SECRET: the launch codes"
 PLAN = """---
@@ -83,18 +83,18 @@ TRAVERSALS = [
 def test_paths_leading_out_of_the_vault_are_refused(setup, path):
     kb, outside = setup
     with pytest.raises(NoteAccessError, match="^Access denied: ") as refused:
-        read_note(kb, path)
+        kb.read_note(path)
     assert SECRET not in str(refused.value) and str(outside) not in str(refused.value)
 
 
 def test_absolute_path_to_a_real_file_is_refused(setup):
     kb, outside = setup
     with pytest.raises(NoteAccessError, match="absolute paths are not allowed"):
-        read_note(kb, str(outside / "secret.md"))
+        kb.read_note(str(outside / "secret.md"))
     with pytest.raises(NoteAccessError, match="'..' is not allowed"):
-        read_note(kb, "../outside/secret.md", vault="b")
+        kb.read_note("../outside/secret.md", vault="b")
     with pytest.raises(NoteAccessError, match="longer than"):
-        read_note(kb, "a/" * 600 + "x.md")
+        kb.read_note("a/" * 600 + "x.md")
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to see open files")
@@ -107,7 +107,7 @@ def test_a_file_that_turns_out_to_be_outside_when_opened_is_refused(setup):
 
 def test_a_note_is_read_from_disk_with_frontmatter_and_tags(setup):
     kb, _ = setup
-    note = read_note(kb, "Projects/Plan", vault="a")
+    note = kb.read_note("Projects/Plan", vault="a")
     assert (note["vault"], note["path"], note["title"]) == ("a", "Projects/Plan.md", "Plan")
     assert note["content"] == PLAN
     assert note["frontmatter"] == {"tags": ["project"], "aliases": ["The Plan"]}
@@ -116,16 +116,16 @@ def test_a_note_is_read_from_disk_with_frontmatter_and_tags(setup):
     # nothing published yet: the file is still read, the graph part says so
     assert note["published"] is False and note["links"] is None and note["backlinks"] is None
     for spelling in ("a/Projects/Plan.md", "./Projects//Plan.md", "Projects/Plan.md"):
-        assert read_note(kb, spelling)["path"] == "Projects/Plan.md"
+        assert kb.read_note(spelling)["path"] == "Projects/Plan.md"
 
 
 def test_paths_that_only_look_odd_are_read(setup):
     kb, _ = setup
-    assert read_note(kb, "100% done")["content"] == "literally a percent sign\n"
-    assert read_note(kb, "Café.md")["title"] == "Café"
-    linked = read_note(kb, "Alias.md")  # a symlink that stays inside the vault
+    assert kb.read_note("100% done")["content"] == "literally a percent sign\n"
+    assert kb.read_note("Café.md")["title"] == "Café"
+    linked = kb.read_note("Alias.md")  # a symlink that stays inside the vault
     assert linked["path"] == "Alias.md" and linked["content"] == PLAN
-    latin = read_note(kb, "Latin")
+    latin = kb.read_note("Latin")
     assert "\ufffd" in latin["content"] and "invalid UTF-8" in latin["warnings"][0]
 
 
@@ -146,13 +146,13 @@ def test_clear_errors(setup):
     ]
     for kwargs, error, message in cases:
         with pytest.raises(error, match=message):
-            read_note(kb, **kwargs)
-    assert read_note(kb, "Shared", vault="b")["content"] == "# Shared in b\n"
+            kb.read_note(**kwargs)
+    assert kb.read_note("Shared", vault="b")["content"] == "# Shared in b\n"
 
 
 def test_list_vaults_before_anything_is_published(setup):
     kb, _ = setup
-    data = list_vaults(kb)
+    data = kb.list_vaults()
     assert data["published"] is None
     assert [(v["name"], v["kind"], v["notes"]) for v in data["vaults"]] == [
         ("a", "vault", 0), ("b", "vault", 0)]

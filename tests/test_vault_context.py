@@ -11,17 +11,17 @@ import pytest
 from click.testing import CliRunner
 
 from jarvis_assets.chunks import chunks
-from jarvis_assets.definitions import build_definitions
 from jarvis_assets.embeddings import embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.jobs import analytics_snapshot_job, publish_serving_job
 from jarvis_assets.notes import raw_notes
 from jarvis_assets.partitions import source_partitions
 from jarvis_cli.main import cli
-from jarvis_cli.refresh import run_refresh
+from jarvis_definitions import build_definitions
+from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 from jarvis_resources import build_resources
-from tests.conftest import SAMPLE_VAULT, write_config
+from tests.pipeline_helpers import SAMPLE_VAULT, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -112,7 +112,7 @@ def test_a_graph_published_without_its_snapshot_is_stale(project):
     with dg.DagsterInstance.ephemeral() as instance:
         instance.add_dynamic_partitions(source_partitions.name, ["sample"])
         dg.materialize([raw_notes, chunks, embeddings, knowledge_graph], partition_key="sample",
-                       instance=instance, resources=build_resources(config))
+                       instance=instance, resources=build_resources(str(config.config_path)))
         definitions = build_definitions(config)
         definitions.resolve_job_def(publish_serving_job.name).execute_in_process(
             instance=instance)

@@ -2,8 +2,10 @@
 
 import dagster as dg
 
+from jarvis_assets.mail import raw_mail
 from jarvis_assets.metadata import markdown_table
 from jarvis_assets.notes import raw_notes
+from jarvis_assets.pages import raw_pages
 from jarvis_assets.partitions import source_partitions
 from jarvis_assets.repos import raw_repository
 from jarvis_assets.tickets import raw_tickets
@@ -81,3 +83,9 @@ failed_ticket_ratio = _failed_ratio(raw_tickets, "failed_ticket_ratio", "tickets
 vault_reachable = _source_reachable(raw_notes, "vault")
 repository_reachable = _source_reachable(raw_repository, "repo")
 ticket_export_reachable = _source_reachable(raw_tickets, "tickets")
+failed_message_ratio = _failed_ratio(raw_mail, "failed_message_ratio", "mail", "mail_messages",
+                                     "mail files and messages")
+failed_page_ratio = _failed_ratio(raw_pages, "failed_page_ratio", "confluence", "pages",
+                                  "export files and pages")
+mail_reachable = _source_reachable(raw_mail, "mail")
+confluence_export_reachable = _source_reachable(raw_pages, "confluence")

@@ -98,7 +98,7 @@ def _broken_links(conn: duckdb.DuckDBPyConnection, source: str,
                   key=lambda b: (-b["count"], b["target"].lower()))
 
 
-def _cross_source(conn: duckdb.DuckDBPyConnection, source: str, limit: int) -> dict:
+def cross_source_figures(conn: duckdb.DuckDBPyConnection, source: str, limit: int) -> dict:
     """Figures that involve repositories and ticket sets; only those that have data."""
     figures = {}
     by_status = conn.execute("""
@@ -225,7 +225,7 @@ def compute_snapshot(conn: duckdb.DuckDBPyConnection, source: str,
         "quality": _quality_figures(notes, top),
         "degree_distribution": {str(degree): count for degree, count in
                                 sorted(Counter(n["degree"] for n in notes).items())},
-        "cross_source": _cross_source(conn, source, top),
+        "cross_source": cross_source_figures(conn, source, top),
         "settings": settings.model_dump(),
     }
     return AnalyticsSnapshot(

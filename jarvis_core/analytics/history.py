@@ -10,7 +10,7 @@ from datetime import datetime
 import duckdb
 
 from jarvis_core.sources.references import CROSS_EXTRACTOR
-from jarvis_core.stores import tables
+from jarvis_core.stores.transaction import transaction
 
 TREND_POINTS = 30         # snapshots a trend shows
 
@@ -69,11 +69,13 @@ def record_snapshot(conn: duckdb.DuckDBPyConnection, snapshot: AnalyticsSnapshot
            "generated_at": snapshot.generated_at, "content_hash": snapshot.content_hash,
            **summary, "compute_seconds": snapshot.compute_seconds,
            "figures": json.dumps(snapshot.figures, sort_keys=True, default=str)}
+    from jarvis_core.stores import tables  # polars: only the writer needs it
+
     notes = tables.frame("analytics_notes", (
         {**{k: n[k] for k in tables.ANALYTICS_NOTES if k in n}, "source": snapshot.source,
          "snapshot_id": snapshot.snapshot_id} for n in snapshot.notes))
     try:
-        with tables.transaction(conn):
+        with transaction(conn):
             conn.register("jarvis_snapshot", tables.frame("analytics_snapshots", [row]).to_arrow())
             conn.execute("INSERT INTO analytics_snapshots BY NAME SELECT * FROM jarvis_snapshot")
             if notes.height:
@@ -99,7 +101,7 @@ def remove_history(conn: duckdb.DuckDBPyConnection, source: str) -> int:
     """Drop every snapshot of a source that is no longer configured; returns how many."""
     (count,) = conn.execute("SELECT count(*) FROM analytics_snapshots WHERE source = ?",
                             [source]).fetchone()
-    with tables.transaction(conn):
+    with transaction(conn):
         for table in ("analytics_snapshots", "analytics_notes"):
             conn.execute(f"DELETE FROM {table} WHERE source = ?", [source])
     return count
@@ -109,8 +111,9 @@ def history(conn: duckdb.DuckDBPyConnection, source: str,
             limit: int = TREND_POINTS) -> list[dict]:
     """The source's newest ``limit`` snapshot summaries, oldest first."""
     columns = ", ".join(SUMMARY_FIELDS)
-    rows = tables.read_frame(conn, f"""
+    cursor = conn.execute(f"""
         SELECT snapshot_id, generated_at, content_hash, {columns} FROM analytics_snapshots
         WHERE source = ? ORDER BY generated_at DESC, snapshot_id DESC LIMIT ?
-    """, [source, limit]).to_dicts()
-    return rows[::-1]
+    """, [source, limit])
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()][::-1]

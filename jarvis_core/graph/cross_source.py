@@ -14,12 +14,18 @@ import polars as pl
 from jarvis_core.graph.model import EXPLICIT, Edge, Node
 from jarvis_core.graph.sync import edge_row
 from jarvis_core.sources.people import Identity, PersonDirectory
-from jarvis_core.sources.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX, ReferenceIndex
+from jarvis_core.sources.references import (
+    AMBIGUOUS_DOCUMENT,
+    CROSS_EXTRACTOR,
+    CROSS_ORIGIN_PREFIX,
+    PAGE_TITLE,
+    ReferenceIndex,
+)
 from jarvis_core.stores import tables
 from jarvis_core.stores.graph.base import GraphStore
 
 # Reasons listed in unresolved_references ('no_such_file': most path-like words are not paths).
-_LISTED = ("unresolved", "ambiguous", "unknown_project", "no_such_commit")
+_LISTED = ("unresolved", "ambiguous", "unknown_project", "no_such_commit", AMBIGUOUS_DOCUMENT)
 # Reasons the unresolved_references check warns about: a ticket that should exist.
 WARN_REASONS = ("unresolved", "ambiguous")
 
@@ -113,6 +119,16 @@ class CrossInputs:
     existing: dict[str, set[str]]
 
 
+# A note's wikilink that resolves to no note may name a wiki page by its title: tried as a
+# page-title reference (unresolved ones are nobody's concern: they stay broken links).
+_WIKILINKS_AS_PAGE_TITLES = f"""
+    SELECT source, origin, origin AS src, 'LINKS_TO' AS relation, '{PAGE_TITLE}' AS kind,
+           target, target AS written, line, evidence, '[[' || target || ']]' AS evidence_text,
+           false AS inverse
+    FROM graph_broken_links WHERE reason = 'unresolved' AND origin LIKE 'note:%'
+"""
+
+
 def read_inputs(conn: duckdb.DuckDBPyConnection) -> CrossInputs:
     existing: dict[str, set[str]] = defaultdict(set)
     for origin, edge_key in conn.execute(
@@ -120,11 +136,13 @@ def read_inputs(conn: duckdb.DuckDBPyConnection) -> CrossInputs:
             [CROSS_EXTRACTOR]).fetchall():
         existing[origin].add(edge_key)
     return CrossInputs(
-        tables.read_frame(conn, "SELECT * FROM graph_references").to_dicts(),
+        tables.read_frame(conn, "SELECT * FROM graph_references").to_dicts()
+        + tables.read_frame(conn, _WIKILINKS_AS_PAGE_TITLES).to_dicts(),
         tables.read_frame(
             conn, "SELECT DISTINCT ON (node_key) node_key, type, title, node_source, properties "
                   "FROM graph_nodes WHERE type IN ('ticket', 'commit', 'file', 'note', "
-                  "'repo_doc', 'person') ORDER BY node_key, source").to_dicts(),
+                  "'repo_doc', 'person', 'thread', 'page') ORDER BY node_key, source"
+        ).to_dicts(),
         tables.read_frame(  # every source's copy: each knows other spellings
             conn, "SELECT node_key, title, properties, source FROM graph_nodes "
                   "WHERE type = 'person' ORDER BY source, node_key").to_dicts(),

@@ -17,6 +17,7 @@ source; the empty path is reserved for the settings row a writer may keep there)
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from pathlib import Path
 import duckdb
 
 from jarvis_core.config import JarvisConfig
+from jarvis_core.sources.confinement import leaves, real_root
 from jarvis_core.sources.git import open_repository, remote_head, resolve_head
 from jarvis_core.sources.tickets.fields import UNREADABLE
 from jarvis_core.sources.vault_scan import VaultScan
@@ -44,13 +46,29 @@ def published_tables(data_dir: Path) -> Path | None:
         return None
 
 
+_open: dict[Path, duckdb.DuckDBPyConnection] = {}
+_open_lock = threading.Lock()
+
+
+def published_cursor(tables_path: Path) -> duckdb.DuckDBPyConnection:
+    """A cursor on a published (immutable) tables file. The file stays open between calls, so
+    checking many sources costs one open; opening another version closes the last."""
+    with _open_lock:
+        if tables_path not in _open:
+            for old in _open.values():
+                old.close()
+            _open.clear()
+            _open[tables_path] = duckdb.connect(str(tables_path), read_only=True)
+        return _open[tables_path].cursor()
+
+
 def published_rows(data_dir: Path, sql: str, params: list) -> list[tuple] | None:
     """Rows of the current serving version; None when nothing (or no such table) is
     published yet."""
     tables_path = published_tables(data_dir)
     if tables_path is None:
         return None
-    with duckdb.connect(str(tables_path), read_only=True) as conn:
+    with published_cursor(tables_path) as conn:
         try:
             return conn.execute(sql, params).fetchall()
         except duckdb.CatalogException:  # published by a release without that table
@@ -137,7 +155,7 @@ def listing_digest(source: str, scan: VaultScan) -> str:
 
 
 def read_published_vault(tables_path: Path, source: str) -> PublishedVault:
-    with duckdb.connect(str(tables_path), read_only=True) as conn:
+    with published_cursor(tables_path) as conn:
         notes = {path: (size, mtime, digest) for path, size, mtime, digest in conn.execute(
             "SELECT path, size_bytes, mtime_ns, content_hash FROM notes WHERE source = ?",
             [source]).fetchall()}
@@ -222,10 +240,12 @@ def published_head(data_dir: Path, source: str) -> str | None:
 
 def export_files(root: Path, list_files: ListFiles) -> list[tuple[Path, str]]:
     """(file, relative path) of every file of the export at ``root``; a missing export is an
-    error rather than an empty listing (which would read as every file removed)."""
+    error rather than an empty listing (which would read as every file removed). A file
+    whose real path leaves the export's folder is never listed, so never read."""
     if not root.exists():
         raise FileNotFoundError(f"export does not exist: {root}")
-    return [(entry[0], entry[1]) for entry in list_files(root)]
+    inside = real_root(root)
+    return [(entry[0], entry[1]) for entry in list_files(root) if not leaves(inside, entry[0])]
 
 
 def stat_digest(source: str, files: Iterable[tuple[Path, str]]) -> str:

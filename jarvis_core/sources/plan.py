@@ -14,7 +14,8 @@ from jarvis_core.stores import tables
 WHOLE_SOURCE = "."
 
 # The main raw table of each source kind: what a source "has" when it cannot be read.
-KIND_TABLES = {"vault": "notes", "repo": "commits", "tickets": "tickets"}
+KIND_TABLES = {"vault": "notes", "repo": "commits", "tickets": "tickets",
+               "mail": "mail_messages", "confluence": "pages"}
 
 
 @dataclass(frozen=True)

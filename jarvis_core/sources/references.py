@@ -1,4 +1,5 @@
-"""References to tickets, commits and repository files in free text, and their resolution.
+"""References to tickets, commits, repository files, notes, wiki pages and mail messages in free
+text, and their resolution.
 
 One module holds every pattern, so notes, commit messages and ticket text cite things the
 same way:
@@ -13,6 +14,12 @@ same way:
   digit; they count only when they resolve to exactly one known commit, so hex ids inside
   JSON or UUIDs never link by accident.
 - Repository paths with a folder and an extension (``ingest/handlers.py``), outside URLs.
+- Notes: ``[[Note title]]`` wikilinks and ``obsidian://open?...&file=<path>`` URLs (what a mail
+  or a wiki page pastes); Confluence pages: ``/spaces/KEY/pages/<id>`` and
+  ``viewpage.action?pageId=<id>`` URLs by id, ``/display/KEY/<Title>`` URLs by title; mail
+  messages: ``mid:<id>`` URLs (RFC 2392) and ``Message-ID: <id>``. Each counts only when it
+  resolves to a document some source holds (a note, a page, the thread holding the message);
+  notes' unresolved wikilinks are tried as page titles by ``cross_source``.
 
 Finding is pure text work with spans; ``ReferenceIndex`` resolves what was found against the
 graph's nodes of every source.
@@ -25,8 +32,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from urllib.parse import parse_qs, unquote, unquote_plus
 
 JIRA, GITHUB, COMMIT, PATH = "jira", "github", "commit", "path"
+NOTE, PAGE, PAGE_TITLE, MESSAGE = "note", "page", "page_title", "message"
+# Several documents (notes, pages, threads) answer to one title or id: listed, no warning.
+AMBIGUOUS_DOCUMENT = "ambiguous_document"
 MENTIONS, FIXES = "MENTIONS", "FIXES"
 # Edges made from resolved references have origins of their own ("xref:" + the citing
 # document), so only the resolution step and the citing document's rewrite replace them.
@@ -51,6 +62,14 @@ _MERGE_PULL = re.compile(r"\bMerge pull request #([1-9][0-9]*)(?![\w-])")
 _HASH = re.compile(r"(?<![\w@#/-])([0-9a-f]{7,40})(?![\w-])")
 _PATH = re.compile(
     r"(?<![\w/.:@-])((?:[\w.-]+/)+[\w.-]*[A-Za-z0-9_]\.[A-Za-z0-9]{1,8})(?![\w/])")
+_WIKILINK = re.compile(r"\[\[([^\[\]|#^\n]+?)\s*(?:[|#^][^\[\]\n]*)?\]\]")
+_OBSIDIAN_URL = re.compile(r"obsidian://open\?([^\s<>\"'()\[\]]+)")
+_PAGE_URL = re.compile(
+    r"https?://[^\s<>\"'()\[\]]*?(?:/spaces/[^/\s]+/pages/(\d+)"
+    r"|/viewpage\.action\?(?:[^\s<>\"'()\[\]]*&)?pageId=(\d+))")
+_DISPLAY_URL = re.compile(r"https?://[^\s<>\"'()\[\]]*?/display/[^/\s]+/([^\s?#<>\"'()\[\]]+)")
+_MID_URL = re.compile(r"(?<![\w-])mid:([^\s<>\"'()\[\]/]+@[^\s<>\"'()\[\]/]+)", re.IGNORECASE)
+_MESSAGE_ID = re.compile(r"\bMessage-?ID\b:?\s*<([^\s<>@]+@[^\s<>]+)>", re.IGNORECASE)
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _HAS_LETTER, _HAS_DIGIT = re.compile(r"[a-f]"), re.compile(r"[0-9]")
 
@@ -59,8 +78,9 @@ _HAS_LETTER, _HAS_DIGIT = re.compile(r"[a-f]"), re.compile(r"[0-9]")
 class Reference:
     """One place a text cites something: what kind, the normalised target, how."""
 
-    kind: str       # JIRA, GITHUB, COMMIT or PATH
-    target: str     # 'LUM-4', 'lumen#7' / 'owner/repo#7', a hex prefix, a repo path
+    kind: str       # JIRA, GITHUB, COMMIT, PATH, NOTE, PAGE, PAGE_TITLE or MESSAGE
+    target: str     # 'LUM-4', 'lumen#7' / 'owner/repo#7', a hex prefix, a repo path, a note
+                    # title or path, a page id or title, a Message-ID
     relation: str   # MENTIONS, or FIXES after a closing keyword
     written: str    # the text as written
     start: int      # character span in the text
@@ -118,7 +138,34 @@ def find_references(text: str, *, default_repo: str | None = None,
     for match in _PATH.finditer(text):
         if not any(start <= match.start(1) < end for start, end in urls):
             add(PATH, match.group(1), MENTIONS, match.start(1), match.end(1))
+    for kind, target, start, end in _document_citations(text):
+        add(kind, target, MENTIONS, start, end)
     return sorted(found.values(), key=lambda ref: (ref.start, ref.kind, ref.target))
+
+
+def _document_citations(text: str) -> list[tuple[str, str, int, int]]:
+    """(kind, target, start, end) of every note, page and message cited in ``text``."""
+    found = [(NOTE, match.group(1).strip(), match.start(), match.end())
+             for match in _WIKILINK.finditer(text) if match.group(1).strip()]
+    for match in _OBSIDIAN_URL.finditer(text):
+        query = parse_qs(match.group(1).rstrip(".,;:!?"))
+        if path := (query.get("file") or [""])[0].strip("/"):
+            found.append((NOTE, path, match.start(), match.end()))
+    found += [(PAGE, match.group(1) or match.group(2), match.start(), match.end())
+              for match in _PAGE_URL.finditer(text)]
+    for match in _DISPLAY_URL.finditer(text):
+        if title := unquote_plus(match.group(1)).strip():
+            found.append((PAGE_TITLE, title, match.start(), match.end()))
+    for pattern in (_MID_URL, _MESSAGE_ID):
+        for match in pattern.finditer(text):
+            message_id = unquote(match.group(1)).strip("<>").rstrip(".,;:!?")
+            found.append((MESSAGE, message_id, match.start(), match.end()))
+    return found
+
+
+def document_name(text: str | None) -> str:
+    """How titles, note paths and ids are compared: case and spacing folded."""
+    return " ".join((text or "").split()).casefold()
 
 
 def line_text(text: str, offset: int, limit: int = 300) -> str:
@@ -159,6 +206,7 @@ class ReferenceIndex:
         self.repos: set[str] = set()
         self.commits: list[tuple[str, str]] = []  # (sha, key), sorted
         self.files: dict[str, set[str]] = {}
+        self.documents: dict[tuple[str, str], set[str]] = {}  # (kind, name) -> note/page/thread
         for node in nodes:
             properties = node.get("properties") or {}
             if isinstance(properties, str):
@@ -178,6 +226,8 @@ class ReferenceIndex:
                 self.files.setdefault(str(properties["path"]), set()).add(key)
                 continue
             else:
+                for name in _document_names(kind, node.get("title"), properties):
+                    self.documents.setdefault(name, set()).add(key)
                 continue
             for alias in aliases:
                 self.tickets.setdefault(alias, set()).add(key)
@@ -198,6 +248,12 @@ class ReferenceIndex:
             return self._one(keys, "no_such_commit")
         if kind == PATH:
             return self._one(self.files.get(target, set()), "no_such_file")
+        if kind in (NOTE, PAGE, PAGE_TITLE, MESSAGE):
+            keys = self.documents.get((kind, document_name(target)), set())
+            if kind == NOTE and not keys:  # a path written without its .md
+                keys = self.documents.get((kind, document_name(target + ".md")), set())
+            return self._one(keys, f"no_such_{'page' if kind == PAGE_TITLE else kind}",
+                             AMBIGUOUS_DOCUMENT)
         if kind == JIRA:
             known = target.rpartition("-")[0] in self.projects
             return self._one(self.tickets.get(target, set()),
@@ -207,10 +263,28 @@ class ReferenceIndex:
                          "unresolved" if known else "unknown_project")
 
     @staticmethod
-    def _one(keys: set[str], missing: str) -> tuple[tuple[str, ...], str]:
+    def _one(keys: set[str], missing: str, several: str = "ambiguous"
+             ) -> tuple[tuple[str, ...], str]:
         if len(keys) == 1:
             return tuple(keys), "resolved"
-        return tuple(sorted(keys)), "ambiguous" if keys else missing
+        return tuple(sorted(keys)), several if keys else missing
+
+
+def _document_names(kind: str, title: str | None, properties: Mapping
+                    ) -> list[tuple[str, str]]:
+    """The (reference kind, name) pairs a note, page or thread node answers to: a note to
+    its title, path (with and without .md, and its file name) and aliases; a page to its id
+    and title; a thread to the Message-ID of each of its messages."""
+    if kind == "note":
+        path = str(properties.get("path") or "")
+        names = [title, path, path.rpartition("/")[2].removesuffix(".md"),
+                 *(properties.get("aliases") or ())]
+        return [(NOTE, document_name(name)) for name in names if name]
+    if kind == "page":
+        return [(PAGE, str(properties.get("page_id") or "")), (PAGE_TITLE, document_name(title))]
+    if kind == "thread":
+        return [(MESSAGE, document_name(mid)) for mid in properties.get("message_ids") or ()]
+    return []
 
 
 @dataclass(frozen=True)
@@ -222,7 +296,7 @@ class GraphReference:
     origin: str                   # the citing document's key
     src: str                      # the node the edge starts from
     relation: str                 # MENTIONS, FIXES, BLOCKS, ...
-    kind: str                     # JIRA, GITHUB, COMMIT or PATH
+    kind: str                     # a reference kind (JIRA ... MESSAGE)
     target: str
     written: str
     line: int

@@ -116,10 +116,16 @@ def repository_figures(conn: duckdb.DuckDBPyConnection, source: str) -> dict:
 
 def sync_counts(sync: RepoSync, stored: StoredRepo, figures: dict) -> ItemCounts:
     """Counted per document, as the chunks layer counts them: commits and docs (a doc read
-    again because its blob changed is changed, a first read is new)."""
-    changed_docs = sum(1 for doc in sync.docs if doc["path"] in stored.docs)
+    again because its blob changed is changed, a first read is new; a doc is deleted only
+    when it was stored and is no longer at the head — ``removed_docs`` also names the docs
+    rewritten or failed, whose old rows go)."""
+    read = {doc["path"] for doc in sync.docs}
+    failed = {failure["path"] for failure in sync.failures}
+    deleted_docs = {path for path in sync.removed_docs
+                    if path in stored.docs and path not in read | failed}
+    changed_docs = sum(1 for path in read if path in stored.docs)
     return ItemCounts(
         new=len(sync.new_commits) + len(sync.docs) - changed_docs, changed=changed_docs,
         unchanged=figures["commits"] - len(sync.new_commits) + figures["repo_docs"]
         - len(sync.docs),
-        deleted=len(sync.removed_shas) + len(sync.removed_docs), failed=figures["failed"])
+        deleted=len(sync.removed_shas) + len(deleted_docs), failed=figures["failed"])

@@ -14,6 +14,7 @@ import functools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 
@@ -22,6 +23,7 @@ from pygments.util import ClassNotFound
 
 from jarvis_core.sources.git import (
     CommitRecord,
+    GitError,
     TreeEntry,
     is_shallow,
     last_changed,
@@ -31,6 +33,7 @@ from jarvis_core.sources.git import (
     read_blobs,
     read_commits,
     resolve_head,
+    walk_history,
 )
 from jarvis_core.sources.repo_knowledge import (
     KNOWLEDGE_VERSION,
@@ -118,6 +121,15 @@ class RepoSync:
     warnings: list[str] = field(default_factory=list)
 
 
+def _modified(repo: Path, head: str, path: str, sync: RepoSync) -> datetime | None:
+    """When ``path`` last changed; None, with a warning, when the history cannot tell."""
+    try:
+        return last_changed(repo, head, path)
+    except GitError as exc:
+        sync.warnings.append(f"{path}: when it last changed is unknown ({exc})")
+        return None
+
+
 def settings_id(branch: str, docs: Sequence[str], knowledge_dir: str,
                 exclude: Sequence[str]) -> str:
     """What shapes the rows besides the history; a change re-reads files and docs."""
@@ -134,11 +146,18 @@ def sync_repository(repo: Path, stored: StoredRepo, *, branch: str, docs: Sequen
     if head == stored.head and settings == stored.settings:
         sync.unchanged = True
         return sync
-    history = reachable(repo, head)
+    try:
+        history, broken = reachable(repo, head), []
+    except GitError:
+        history, broken = walk_history(repo, head)
+        if not broken:
+            raise
+    sync.failures += [{"path": f"commits/{sha}", "reason": reason} for sha, reason in broken]
     sync.commit_count = len(history)
     present = set(history)
-    sync.rewritten = stored.head is not None and stored.head not in present
-    sync.removed_shas = sorted(stored.shas - present)
+    sync.rewritten = stored.head is not None and stored.head not in present and not broken
+    # a history cut short by a corrupt commit keeps what earlier runs read behind it
+    sync.removed_shas = [] if broken else sorted(stored.shas - present)
     commits, failed = read_commits(repo, [sha for sha in history if sha not in stored.shas])
     sync.new_commits = commits
     sync.warnings += [f"commits/{c.sha}: {c.warning}" for c in commits if c.warning]
@@ -172,7 +191,7 @@ def sync_repository(repo: Path, stored: StoredRepo, *, branch: str, docs: Sequen
             continue
         sync.docs.append({"path": path, "title": doc_title(path, text), "text": text,
                           "blob_sha": entry.blob_sha,
-                          "modified_at": last_changed(repo, head, path)})
+                          "modified_at": None if broken else _modified(repo, head, path, sync)})
         if is_knowledge_file(path, knowledge_dir):
             sync.removed_knowledge.add(path)
             try:

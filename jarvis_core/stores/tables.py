@@ -7,13 +7,12 @@ writers build their frames with.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Iterable
 
 import duckdb
 import polars as pl
+
+from jarvis_core.stores.transaction import transaction
 
 _WIKILINK = pl.Struct({"target": pl.Utf8, "heading": pl.Utf8, "block": pl.Utf8,
                        "alias": pl.Utf8, "embed": pl.Boolean, "line": pl.Int32})
@@ -138,6 +137,64 @@ TICKETS = pl.Schema({
 TICKET_FILES = pl.Schema({"source": pl.Utf8, "path": pl.Utf8, "file_hash": pl.Utf8,
                           "keys": pl.List(pl.Utf8)})
 
+# Mail sources (jarvis_core/sources/email*.py): every message as read, the threads they form
+# (``text`` is the thread document that is chunked), and what was read from each mail file
+# (an mbox's digest and offset, so a grown mbox is read from where the last run stopped).
+_IDENTITY = pl.Struct({"name": pl.Utf8, "email": pl.Utf8, "aliases": pl.List(pl.Utf8)})
+MAIL_MESSAGES = pl.Schema({
+    "source": pl.Utf8, "message_id": pl.Utf8, "thread_id": pl.Utf8, "file": pl.Utf8,
+    "item": pl.Utf8, "sent_at": pl.Datetime("us"), "sender": _IDENTITY,
+    "recipients": pl.List(_IDENTITY), "cc": pl.List(_IDENTITY), "subject": pl.Utf8,
+    "in_reply_to": pl.Utf8, "reference_ids": pl.List(pl.Utf8), "body": pl.Utf8,
+    "body_type": pl.Utf8,
+    "attachments": pl.List(pl.Struct({"filename": pl.Utf8, "content_type": pl.Utf8,
+                                      "size": pl.Int64, "part": pl.Utf8})),
+    "warnings": pl.List(pl.Utf8), "derived_id": pl.Boolean, "row_hash": pl.Utf8,
+    "ingested_at": pl.Datetime("us"),
+})
+MAIL_THREADS = pl.Schema({
+    "source": pl.Utf8, "thread_id": pl.Utf8, "subject": pl.Utf8,
+    "message_ids": pl.List(pl.Utf8), "message_count": pl.Int32,
+    "participants": pl.List(_IDENTITY), "started_at": pl.Datetime("us"),
+    "last_at": pl.Datetime("us"), "text": pl.Utf8,
+    "sections": pl.List(pl.Struct({"message_id": pl.Utf8, "char_start": pl.Int32,
+                                   "char_end": pl.Int32})),
+    "content_hash": pl.Utf8, "ingested_at": pl.Datetime("us"),
+})
+_ITEM_FAILURE = pl.Struct({"item": pl.Utf8, "reason": pl.Utf8})
+MAIL_FILES = pl.Schema({
+    "source": pl.Utf8, "path": pl.Utf8, "kind": pl.Utf8, "file_hash": pl.Utf8,
+    "digest": pl.Utf8, "bytes_read": pl.Int64, "message_count": pl.Int64,
+    "messages": pl.List(pl.Struct({"message_id": pl.Utf8, "item": pl.Utf8})),
+    "failures": pl.List(_ITEM_FAILURE),
+})
+
+# Confluence exports (jarvis_core/sources/confluence*.py): one row per current page (``text``
+# is its document), and per export file its hash and the pages each of its entries (a zip
+# holds many) gave.
+PAGES = pl.Schema({
+    "source": pl.Utf8, "page_id": pl.Utf8, "kind": pl.Utf8, "space": pl.Utf8,
+    "title": pl.Utf8, "parent_id": pl.Utf8,
+    "ancestors": pl.List(pl.Struct({"page_id": pl.Utf8, "title": pl.Utf8})),
+    "author": _IDENTITY, "editor": _IDENTITY, "created_at": pl.Datetime("us"),
+    "updated_at": pl.Datetime("us"), "labels": pl.List(pl.Utf8), "version": pl.Int64,
+    "revision": pl.Utf8, "text": pl.Utf8,
+    "links": pl.List(pl.Struct({"page_id": pl.Utf8, "title": pl.Utf8, "space": pl.Utf8,
+                                "written": pl.Utf8})),
+    "jira_keys": pl.List(pl.Utf8), "mentions": pl.List(_IDENTITY),
+    "attachments": pl.List(pl.Struct({"name": pl.Utf8, "media_type": pl.Utf8,
+                                      "size": pl.Int64, "attachment_id": pl.Utf8})),
+    "url": pl.Utf8, "file": pl.Utf8, "item": pl.Utf8, "warnings": pl.List(pl.Utf8),
+    "content_hash": pl.Utf8, "parser_version": pl.Int32, "row_hash": pl.Utf8,
+    "ingested_at": pl.Datetime("us"),
+})
+PAGE_FILES = pl.Schema({
+    "source": pl.Utf8, "path": pl.Utf8, "file_hash": pl.Utf8,
+    "entries": pl.List(pl.Struct({"path": pl.Utf8, "digest": pl.Utf8,
+                                  "page_ids": pl.List(pl.Utf8),
+                                  "failures": pl.List(_ITEM_FAILURE)})),
+})
+
 # References a source's graph run could not resolve inside the source (jarvis_core/
 # references.py), and those the cross_source_links asset could not resolve in any source.
 _REFERENCE = {
@@ -194,13 +251,19 @@ TABLES: dict[str, tuple[pl.Schema, tuple[str, ...]]] = {
     "analytics_notes": (ANALYTICS_NOTES, ("source", "snapshot_id", "note_key")),
     "tickets": (TICKETS, ("source", "key")),
     "ticket_files": (TICKET_FILES, ("source", "path")),
+    "mail_messages": (MAIL_MESSAGES, ("source", "message_id")),
+    "mail_threads": (MAIL_THREADS, ("source", "thread_id")),
+    "mail_files": (MAIL_FILES, ("source", "path")),
+    "pages": (PAGES, ("source", "page_id")),
+    "page_files": (PAGE_FILES, ("source", "path")),
     "graph_references": (GRAPH_REFERENCES, ()),
     "unresolved_references": (UNRESOLVED_REFERENCES, ()),
 }
 
 # The raw tables of each source kind: a source with rows in any of them has data to purge
 # once it is no longer configured.
-RAW_TABLES = ("notes", "commits", "repo_files", "repo_docs", "tickets")
+RAW_TABLES = ("notes", "commits", "repo_files", "repo_docs", "tickets", "mail_messages",
+              "pages")
 
 _SCALARS = {
     pl.Utf8: "VARCHAR", pl.Int64: "BIGINT", pl.Int32: "INTEGER",
@@ -273,41 +336,8 @@ def replace_rows(
                 pass
 
 
-@contextmanager
-def transaction(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Commit what the block did, or roll all of it back if it raised."""
-    conn.execute("BEGIN TRANSACTION")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def read_frame(conn: duckdb.DuckDBPyConnection, sql: str,
                params: list | None = None) -> pl.DataFrame:
     return conn.execute(sql, params or []).pl()
-
-
-class StoreUnavailable(RuntimeError):
-    """The tables cannot be read right now; the message says why."""
-
-
-@contextmanager
-def read_only(database: Path, attempts: int = 20, wait_seconds: float = 0.25):
-    """A short read-only connection, retried while a refresh holds the write lock."""
-    if not database.exists():
-        raise StoreUnavailable(f"no data yet at {database}: run `jarvis refresh` first")
-    for attempt in range(attempts):
-        try:
-            conn = duckdb.connect(str(database), read_only=True)
-            break
-        except duckdb.IOException as exc:
-            if attempt == attempts - 1:
-                raise StoreUnavailable(f"{database} is locked by a running refresh: {exc}") from exc
-            time.sleep(wait_seconds)
-    try:
-        yield conn
-    finally:
-        conn.close()

@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
+from jarvis_core import progress
 from jarvis_core.sources.plan import ItemCounts
 from jarvis_core.stores import tables
 from jarvis_core.text.chunking import chunk_document
 from jarvis_core.text.tokens import TokenCounter
 
 CHUNKER_VERSION = 1
+PROGRESS_EVERY = 100  # documents between progress reports
 
 # Every source kind contributes its documents through one select of this shape ($1 is the
 # source); only parsing is source-specific, chunking and everything after it is shared.
@@ -38,6 +40,14 @@ DOCUMENT_SELECTS = {
                         'tickets/' || key AS path, key || ': ' || summary AS title, text,
                         content_hash AS doc_hash
                  FROM tickets WHERE source = $1""",
+    "email": """SELECT source, 'email' AS source_type,
+                       'thread:' || source || '/' || thread_id AS doc_key,
+                       'threads/' || thread_id AS path, subject AS title, text,
+                       content_hash AS doc_hash
+                FROM mail_threads WHERE source = $1""",
+    "page": """SELECT source, 'page' AS source_type, 'page:' || source || '/' || page_id AS doc_key,
+                      'pages/' || page_id AS path, title, text, content_hash AS doc_hash
+               FROM pages WHERE source = $1""",
 }
 _DOCUMENTS_SQL = "\nUNION ALL\n".join(DOCUMENT_SELECTS.values())
 
@@ -112,7 +122,9 @@ def plan_chunks(source: str, stale: StaleDocuments, counter: TokenCounter,
     plan = ChunkPlan(source=source, unchanged=stale.unchanged, deleted=len(deleted))
     plan.removed_paths.update(deleted)
     plan.chunks_removed += sum(len(existing_ids.get(path, ())) for path in deleted)
-    for doc in documents:
+    for count, doc in enumerate(documents):
+        if count % PROGRESS_EVERY == 0:
+            progress.report(source, "chunks", count, len(documents))
         try:
             chunks = chunk_document(doc.text, title=doc.title, doc_key=doc.doc_key,
                                     counter=counter, overlap_tokens=overlap_tokens)
@@ -141,6 +153,7 @@ def plan_chunks(source: str, stale: StaleDocuments, counter: TokenCounter,
             "char_start": chunk.char_start, "char_end": chunk.char_end,
             "doc_hash": doc.doc_hash,
         } for chunk in chunks)
+    progress.report(source, "chunks", len(documents), len(documents))
     return plan
 
 

@@ -16,7 +16,7 @@ from tests.pipeline_helpers import run
 PER_SOURCE_LAYERS = ("raw_notes", "chunks", "embeddings", "knowledge_graph")
 # The refresh job materializes every raw asset for a partition (those of another source kind
 # as no-ops), so chunks find none of their deps missing.
-RAW_ASSETS = ("raw_notes", "raw_repository", "raw_tickets")
+RAW_ASSETS = ("raw_notes", "raw_repository", "raw_tickets", "raw_mail", "raw_pages")
 CHUNK_CHECKS = ("chunk_ids_unique", "chunks_within_token_limit", "every_note_has_chunks")
 # Checks of one source are partitioned like their asset; chunk id uniqueness spans sources.
 UNPARTITIONED_CHECKS = ("chunk_ids_unique",)

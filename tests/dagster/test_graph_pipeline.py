@@ -3,9 +3,9 @@ and graph search through the published version."""
 
 import pytest
 
-from jarvis_cli.refresh import run_refresh
 from jarvis_core.stores import serving
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
+from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 from tests.pipeline_helpers import rows
 
@@ -66,7 +66,8 @@ def test_rename_and_delete_leave_nothing_stale(refreshed, sample_vault):
 
 
 def test_unchanged_refresh_rewrites_no_subgraph(refreshed):
-    report = run_refresh(refreshed)
+    assert run_refresh(refreshed)["sources"] == []  # nothing changed: nothing runs
+    report = run_refresh(refreshed, only=["sample"])  # run anyway: the graph rewrites nothing
     [source] = report["sources"]
     graph = source["layers"]["knowledge_graph"]
     assert (graph["new"], graph["changed"], graph["deleted"]) == (0, 0, 0)
@@ -123,5 +124,5 @@ def test_similarity_edges_when_enabled(tmp_path, sample_vault):
     assert similar
     assert all(src < dst and weight >= 0.6 and (confidence, extractor) == ("inferred",
                "similarity") for src, dst, weight, confidence, extractor in similar)
-    again = run_refresh(config)["sources"][0]["layers"]["knowledge_graph"]
+    again = run_refresh(config, only=["sample"])["sources"][0]["layers"]["knowledge_graph"]
     assert (again["new"], again["changed"]) == (0, 0)  # stable similarities rewrite nothing

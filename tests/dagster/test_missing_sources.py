@@ -7,7 +7,7 @@ import shutil
 import dagster as dg
 
 from jarvis_assets.notes import raw_notes
-from jarvis_cli.refresh import run_refresh
+from jarvis_pipeline.refresh import run_refresh
 from jarvis_resources import build_resources
 from tests.pipeline_helpers import rows, write_config
 

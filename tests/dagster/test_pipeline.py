@@ -9,7 +9,7 @@ import pytest
 from jarvis_assets.notes import raw_notes
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.stores import tables
-from jarvis_core.stores.tables import read_only
+from jarvis_core.stores.connections import read_only
 from jarvis_core.text.tokens import token_counter
 from jarvis_resources import build_resources
 from tests.pipeline_helpers import SAMPLE_VAULT, checks, metadata, rows, run, write_config
@@ -30,7 +30,8 @@ def test_sample_vault_materializes_with_every_check_passing(sample_config, insta
                                 "vectors_match_chunks", "vector_dimension_matches_model",
                                 "no_orphan_vectors", "no_dangling_edges",
                                 "every_edge_has_evidence", "broken_link_ratio",
-                                "failed_ticket_ratio", "keyword_index_matches_chunks",
+                                "failed_ticket_ratio", "failed_message_ratio",
+                                "failed_page_ratio", "keyword_index_matches_chunks",
                                 "snapshot_matches_graph", "snapshot_figures_consistent",
                                 "source_reachable"}
     failing = {name: e.metadata for name, e in evaluations.items() if not e.passed}

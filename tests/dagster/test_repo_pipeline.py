@@ -4,8 +4,8 @@ an initial refresh, new commits and a force-push (one module-scoped history of r
 import dagster as dg
 import pytest
 
-from jarvis_cli.refresh import run_refresh
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
+from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.status import store_status
 from jarvis_resources import build_resources
@@ -102,7 +102,8 @@ def test_first_refresh_ingests_commits_files_and_persons(history):
     run = history["initial"]
     assert run["report"]["ok"], run["report"]
     raw = layer(run["report"], "raw_repository")
-    assert raw["new"] == 4 and raw["failed"] == 0  # three commits and the README
+    # three commits and the README; a first read deletes nothing
+    assert (raw["new"], raw["deleted"], raw["failed"]) == (4, 0, 0)
     state = run["state"]
     assert set(state["commits"]) == set(history["first"])
     persons = [key for key, kind in state["nodes"].items() if kind == "person"]

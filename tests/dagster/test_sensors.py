@@ -27,6 +27,7 @@ from tests.dagster.sensor_helpers import (
 
 SENSORS = {"source_partitions_sensor": 30, "vault_changes_sensor": 30,
            "repo_changes_sensor": 60, "ticket_exports_sensor": 30,
+           "mail_changes_sensor": 30, "confluence_exports_sensor": 30,
            "automation_condition_sensor": 30, "run_failure_notices": 30}
 
 
@@ -73,9 +74,9 @@ def test_every_sensor_is_found_in_the_package_described_and_running():
 
 
 def test_an_export_sensor_needs_a_configuration_section():
-    with pytest.raises(ValueError, match="mail_changes_sensor: the configuration has no 'mail' "
-                                         "section"):
-        export_changes_sensor("mail_changes_sensor", "mail", list, files_table="mail_files")
+    with pytest.raises(ValueError, match="calendar_sensor: the configuration has no "
+                                         "'calendar' section"):
+        export_changes_sensor("calendar_sensor", "calendar", list, files_table="x_files")
 
 
 # --- source partitions ---------------------------------------------------------------------

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jarvis_cli.refresh import run_refresh
 from jarvis_core.config import load_config
 from jarvis_core.stores.vectors.filters import VectorFilter
+from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
 from tests.pipeline_helpers import PROJECT_ROOT, rows
 
@@ -128,7 +128,7 @@ def test_tickets_are_chunked_and_embedded_like_notes(project):
     knowledge = KnowledgeBase(config)
     try:
         snapshot = knowledge.snapshots.current()
-        vector = knowledge.embed_query(snapshot.model, "duplicate readings dedupe key")
+        vector = knowledge.dense.encode(snapshot, "duplicate readings dedupe key")
         hits = snapshot.vectors.search(vector, limit=5, filters=VectorFilter(
             source_types=["ticket"], tags_any=["data-quality"],
             modified_from=datetime(2026, 11, 14), modified_to=datetime(2026, 11, 15)))

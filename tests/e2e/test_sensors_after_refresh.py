@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 
 from jarvis_assets.partitions import source_partitions
-from jarvis_cli.refresh import run_refresh
+from jarvis_pipeline.refresh import run_refresh
 from sensors.export_changes import ticket_exports_sensor
 from sensors.repo_changes import repo_changes_sensor
 from sensors.vault_changes import vault_changes_sensor

@@ -179,3 +179,20 @@ def test_a_changed_reference_changes_only_its_notes_fingerprint(vault_graph, tmp
     changed = {origin for origin, fingerprint in edited.fingerprints.items()
                if vault_graph.graph.fingerprints[origin] != fingerprint}
     assert changed == {"note:sample/Projects/Lumen/Architecture/Dashboard.md"}
+
+
+def test_a_note_citing_a_message_or_a_page_in_prose_records_them(tmp_path):
+    from jarvis_core.sources.references import MESSAGE, PAGE
+    from jarvis_core.text.tokens import token_counter
+    from tests.source_helpers import Extracted
+
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "vault" / "Decision.md").write_text(
+        "# Decision\n\nAgreed in Message-ID: <cafe.42@lumen.example>, written up at\n"
+        "https://wiki.lumen.example/spaces/LUM/pages/65541/Ingest and LUM-4.\n\n"
+        "```\nMessage-ID: <in.code@lumen.example>\n```\n", "utf-8")
+    found = {(ref.kind, ref.target, ref.line) for ref in Extracted(
+        tmp_path / "vault", token_counter("all-MiniLM-L6-v2")).graph.references}
+    assert (MESSAGE, "cafe.42@lumen.example", 3) in found
+    assert (PAGE, "65541", 4) in found
+    assert not [ref for ref in found if ref[1] == "in.code@lumen.example"]  # code is skipped

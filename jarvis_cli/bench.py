@@ -1,0 +1,245 @@
+"""`jarvis eval` and `jarvis bench …`: evaluation and benchmarks that print figures (JSON with
+--json). The only importer of jarvis_bench, each command importing what it measures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from jarvis_cli.common import CliContext, answering, emit
+from jarvis_query.render import table
+
+
+@click.command(name="eval")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@click.option("--mode", type=click.Choice(["dense", "bm25", "hybrid"]), default="dense",
+              show_default=True, help="Vectors, the keyword index, or both fused (RRF).")
+@click.option("--split", default="test", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def evaluate(obj: CliContext, dataset: str, mode: str, split: str, as_json: bool) -> None:
+    """Retrieval quality (nDCG@10, recall@10) on a BEIR-layout DATASET directory."""
+    import time
+
+    from jarvis_bench.evaluation import load_beir, rankings, score
+    from jarvis_core.text.embedder import Embedder
+
+    config = obj.config()
+    try:
+        data = load_beir(Path(dataset), split)
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        raise click.ClickException(f"{dataset}: {exc}") from exc
+    started = time.perf_counter()
+    settings = config.embedding
+    embedder = None if mode == "bm25" else Embedder(
+        settings.model, device=settings.device, batch_size=settings.batch_size,
+        backend=settings.backend, cache_dir=config.cache_dir)
+    index_dir = config.data_dir / "eval" / data.name
+    ranked = rankings(data, config, mode, embedder, index_dir)
+    result = {"dataset": data.name, "mode": mode, "model": embedder and embedder.model,
+              "backend": embedder and embedder.backend, "queries": len(data.queries),
+              "documents": len(data.corpus), **score(data, ranked),
+              "seconds": round(time.perf_counter() - started, 1)}
+    emit(result, as_json, lambda d: click.echo(
+        f"{d['dataset']} ({d['mode']}, {d['queries']} queries): "
+        f"nDCG@10 {d['ndcg_at_10']:.4f}, recall@10 {d['recall_at_10']:.4f}"))
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks that print figures (JSON with --json)."""
+
+
+@bench.command(name="embed")
+@click.option("--chunks", "n_chunks", default=256, show_default=True)
+@click.option("--batch-size", default=32, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def bench_embed(obj: CliContext, n_chunks: int, batch_size: int, as_json: bool) -> None:
+    """Embedding throughput and fidelity of every backend available here."""
+    from jarvis_bench.embed import run_embed_benchmark
+
+    config = obj.config()
+    result = run_embed_benchmark(config.embedding.model, n_chunks=n_chunks,
+                                 batch_size=batch_size, cache_dir=config.cache_dir)
+
+    def render(data: dict) -> None:
+        rows = [{"backend": name, **entry} for name, entry in data["backends"].items()]
+        click.echo(table(rows, ["backend", "chunks_per_s", "mean_cosine", "min_cosine",
+                                 "top10_overlap", "reason"]))
+        click.echo(f"default: {data['default_backend']} = {data['default_vs_fastest']:.0%} "
+                   f"of the fastest ({data['fastest_backend']})")
+
+    emit(result, as_json, render)
+
+
+@bench.command(name="search")
+@click.option("--sizes", default="10000,100000", show_default=True,
+              help="Comma-separated corpus sizes (chunks).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def bench_search(obj: CliContext, sizes: str, as_json: bool) -> None:
+    """Semantic query latency (p50/p95, query embedding included) per corpus size."""
+    from jarvis_bench.search import run_search_benchmark
+
+    config = obj.config()
+    try:
+        parsed = tuple(int(size) for size in sizes.split(","))
+    except ValueError as exc:
+        raise click.ClickException(f"--sizes: not a list of integers: {sizes}") from exc
+    result = run_search_benchmark(config.embedding.model, parsed, cache_dir=config.cache_dir)
+
+    def render(data: dict) -> None:
+        rows = [{"chunks": size, **figures} for size, figures in data["sizes"].items()]
+        click.echo(table(rows, ["chunks", "p50_ms", "p95_ms", "index_build_seconds",
+                                 "snapshot_open_seconds"]))
+
+    emit(result, as_json, render)
+
+
+@bench.command(name="query")
+@click.option("--chunks", "n_chunks", default=100_000, show_default=True,
+              help="Corpus size (chunks, five per note).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def bench_query(obj: CliContext, n_chunks: int, as_json: bool) -> None:
+    """Latency (p50/p95) of keyword, semantic, hybrid, graph and GraphRAG queries on a
+    generated published version of the embedded stores."""
+    from jarvis_bench.query import run_query_benchmark
+
+    if n_chunks < 1_000:
+        raise click.ClickException(f"--chunks: at least 1000, got {n_chunks}")
+    config = obj.config()
+    result = run_query_benchmark(config.embedding.model, n_chunks, cache_dir=config.cache_dir)
+
+    def render(data: dict) -> None:
+        click.echo(f"{data['chunks']} chunks, {data['notes']} notes, "
+                   f"{data['graph_edges']} graph edges, {data['queries']} queries")
+        rows = [{"tool": tool, **figures} for tool, figures in data["tools"].items()]
+        click.echo(table(rows, ["tool", "p50_ms", "p95_ms", "goal_p50_ms"]))
+
+    emit(result, as_json, render)
+
+
+@bench.command(name="graph")
+@click.option("--notes", default=10_000, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_graph(notes: int, as_json: bool) -> None:
+    """Graph neighbourhood and graph search latency on a generated graph."""
+    from jarvis_bench.graph import run_graph_benchmark
+
+    result = run_graph_benchmark(notes)
+
+    def render(data: dict) -> None:
+        rows = [{"query": name, **figures} for name, figures in data["neighbourhood"].items()]
+        rows.append({"query": "graph_search depth 2", **data["graph_search_depth_2"]})
+        click.echo(f"{data['notes']} notes, {data['nodes']} nodes, {data['edges']} edges")
+        click.echo(table(rows, ["query", "p50_ms", "p95_ms", "nodes_p50"]))
+
+    emit(result, as_json, render)
+
+
+@bench.command(name="coldstart")
+@click.option("--runs", default=5, show_default=True, help="Cold runs of each command.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def bench_coldstart(obj: CliContext, runs: int, as_json: bool) -> None:
+    """Cold-process wall and CPU time of the query commands and of a fresh MCP server's
+    first semantic answer, with the modules each imported, on the published sample data."""
+    from jarvis_bench.coldstart import COLUMNS, run_coldstart_benchmark
+
+    if runs < 1:
+        raise click.ClickException(f"--runs: at least 1, got {runs}")
+    config = obj.config()
+    with answering():
+        result = run_coldstart_benchmark(config, runs)
+
+    def render(data: dict) -> None:
+        rows = [{"command": name, **figures, "heavy": ", ".join(figures["heavy"]) or "none"}
+                for name, figures in data["commands"].items()]
+        click.echo(table(rows, COLUMNS))
+        click.echo("ratios: " + ", ".join(f"{name} {value}"
+                                          for name, value in data["ratios"].items()))
+        click.echo(f"heavy modules imported by a query command: "
+                   f"{', '.join(data['heavy_modules_imported']) or 'none'}")
+
+    emit(result, as_json, render)
+
+
+@bench.command(name="sensor")
+@click.option("--notes", default=10_000, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_sensor(notes: int, as_json: bool) -> None:
+    """Vault sensor tick time on a generated vault with nothing changed."""
+    from jarvis_bench.sensor import run_sensor_benchmark
+
+    emit(run_sensor_benchmark(notes), as_json,
+          lambda data: click.echo(json.dumps(data, indent=2)))
+
+
+@bench.command(name="analytics")
+@click.option("--notes", default=10_000, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_analytics(notes: int, as_json: bool) -> None:
+    """Vault context latency (cached, fresh) and snapshot compute time on a generated vault."""
+    from jarvis_bench.analytics import run_analytics_benchmark
+
+    emit(run_analytics_benchmark(notes), as_json,
+          lambda data: click.echo(json.dumps(data, indent=2)))
+
+
+
+
+@bench.command(name="startup")
+@click.option("--runs", default=5, show_default=True, help="Cold runs of each command.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def bench_startup(obj: CliContext, runs: int, as_json: bool) -> None:
+    """Cold-process cost of importing and loading the Dagster definitions, against importing
+    Dagster alone (the goal: import ≤ 1.5× dagster), and the files importing created."""
+    from jarvis_bench.startup import run_startup_benchmark
+
+    config = obj.config()
+    result = run_startup_benchmark(config.config_path, runs)
+
+    def render(data: dict) -> None:
+        rows = [{"what": name, **figures} for name, figures in data.items()
+                if isinstance(figures, dict)]
+        click.echo(table(rows, ["what", "wall_seconds", "cpu_seconds"]))
+        click.echo(f"import / dagster: {data['import_ratio_wall']} (wall), "
+                   f"{data['import_ratio_cpu']} (CPU); load / dagster: "
+                   f"{data['load_ratio_wall']}; goal ≤ {data['goal_ratio']}; files created by "
+                   f"the import: {data['files_created_by_import'] or 'none'}")
+
+    emit(result, as_json, render)
+
+
+@bench.command(name="ingest")
+@click.option("--jira", type=click.Path(exists=True, path_type=Path),
+              default="../shared/eval/jira/AC.tar.gz", show_default=True,
+              help="A Jira REST export (.tar.gz or folder of issue JSON files).")
+@click.option("--notes", default=10_000, show_default=True, help="Notes of the generated vault.")
+@click.option("--markup-sample", default=200, show_default=True,
+              help="Tickets also converted by jira2markdown (it is slow).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def bench_ingest(obj: CliContext, jira: Path, notes: int, markup_sample: int,
+                 as_json: bool) -> None:
+    """Jira markup against jira2markdown, a real export through every layer but the
+    embeddings, a generated vault's first, first-published and no-op refresh, and a no-op
+    refresh of the configured sources against `jarvis status` (embeddings for real)."""
+    from jarvis_bench.ingest import run_ingest_benchmark
+
+    result = run_ingest_benchmark(obj.config(), jira, notes, markup_sample)
+
+    def render(data: dict) -> None:
+        click.echo(f"jira markup: ours {data['jira_markup']['ours']['tickets_per_second']} "
+                   f"tickets/s, {data['jira_speedup']}x jira2markdown")
+        for part in ("jira_export", "generated_vault", "sample_noop"):
+            click.echo(f"\n{part}:")
+            click.echo(table([{"figure": k, "value": v} for k, v in data[part].items()],
+                             ["figure", "value"]))
+
+    emit(result, as_json, render)

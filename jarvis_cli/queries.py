@@ -1,0 +1,192 @@
+"""The commands that read the published knowledge base: search (semantic, keyword, hybrid,
+graph, GraphRAG), read a note, list the sources, analytics, status and failure notices (the MCP
+server is `jarvis serve`, jarvis_cli/assistants.py). They import the query package and what
+answering needs, never Dagster or torch: a cold `jarvis search` answers in about a second."""
+
+from __future__ import annotations
+
+import click
+
+from jarvis_cli.common import CliContext, answering, emit_text
+from jarvis_query.render import (
+    render_graph,
+    render_graphrag_ranking,
+    render_note,
+    render_notifications,
+    render_results,
+    render_status,
+    render_vault_context,
+    render_vaults,
+)
+
+_TYPE_HELP = ("Only this source type (repeatable): note, commit, repo_doc, ticket, email "
+              "(mail threads), page (Confluence).")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def status(obj: CliContext, as_json: bool) -> None:
+    """Show the configured sources and the row counts of every layer, as published."""
+    from jarvis_query.status import store_status
+
+    config = obj.config()
+    with answering():
+        data = store_status(config)
+    emit_text(data, as_json, render_status)
+
+
+@click.command()
+@click.option("--limit", default=20, show_default=True, help="Number of notices.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def notifications(obj: CliContext, limit: int, as_json: bool) -> None:
+    """Show the newest failure notices (failed runs and refreshes), newest first."""
+    from jarvis_core.notifications import recent
+
+    notices = recent(obj.config().notifications_path, limit)
+    emit_text({"notifications": notices}, as_json, render_notifications)
+
+
+@click.command()
+@click.argument("query")
+@click.option("--vault", default=None, help="Search only this vault.")
+@click.option("--limit", default=10, show_default=True, help="Number of results (1-50).")
+@click.option("--threshold", "similarity_threshold", type=float, default=None,
+              help="Drop results with a lower cosine similarity.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def search(obj: CliContext, query: str, vault: str | None, limit: int,
+           similarity_threshold: float | None, as_json: bool) -> None:
+    """Semantic search: the chunks nearest in meaning to QUERY."""
+    with answering():
+        results = obj.knowledge_base().search_semantic(
+            query, limit=limit, vault=vault, similarity_threshold=similarity_threshold)
+    emit_text({"query": query, "results": [r.as_dict() for r in results],
+               "embeddings": results.embeddings}, as_json, render_results)
+
+
+@click.command()
+@click.argument("note")
+@click.option("--depth", default=1, show_default=True, help="Hops from the note (1-3).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def graph(obj: CliContext, note: str, depth: int, as_json: bool) -> None:
+    """Graph search: the notes, tags and links around NOTE (a path or a title)."""
+    with answering():
+        result = obj.knowledge_base().search_graph(note, depth=depth)
+    emit_text(result, as_json, render_graph)
+
+
+@click.command()
+@click.argument("note")
+@click.option("--vault", default=None, help="Read from this vault (or mail or Confluence source).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def read(obj: CliContext, note: str, vault: str | None, as_json: bool) -> None:
+    """Print NOTE (a vault-relative path or a title) from disk, with its tags and links; or a
+    mail thread (thread:SOURCE/ID, threads/ID, a Message-ID) or a Confluence page
+    (page:SOURCE/ID, pages/ID, its id or title)."""
+    with answering():
+        data = obj.knowledge_base().read_note(note, vault)
+    emit_text(data, as_json, render_note)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def vaults(obj: CliContext, as_json: bool) -> None:
+    """List every configured source with its kind and what is published for it."""
+    emit_text(obj.knowledge_base().list_vaults(), as_json, render_vaults)
+
+
+@click.command()
+@click.argument("vault")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def context(obj: CliContext, vault: str, as_json: bool) -> None:
+    """VAULT's newest analytics snapshot: figures, trend and whether it is stale (for a
+    repository or ticket set, its cross-source figures)."""
+    with answering():
+        data = obj.knowledge_base().get_vault_context(vault)
+    emit_text(data, as_json, render_vault_context)
+
+
+@click.command()
+@click.argument("query")
+@click.option("--content", "search_content", is_flag=True,
+              help="Match chunk text (with a highlighted preview), not note names and paths.")
+@click.option("--vault", default=None, help="Search only this vault (or source).")
+@click.option("--limit", default=10, show_default=True, help="Number of results (1-50).")
+@click.option("--type", "source_types", multiple=True, help=_TYPE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def keyword(obj: CliContext, query: str, search_content: bool, vault: str | None, limit: int,
+            source_types: tuple[str, ...], as_json: bool) -> None:
+    """Keyword search (BM25): notes whose name or path matches QUERY, or with --content the
+    chunks whose text does."""
+    with answering():
+        results = obj.knowledge_base().search_vault(query, search_content=search_content,
+                                                    limit=limit, vault=vault,
+                                                    source_types=list(source_types) or None)
+    emit_text({"query": query, "results": results}, as_json, render_results)
+
+
+@click.command()
+@click.argument("query")
+@click.option("--vault", default=None, help="Search only this vault (or source).")
+@click.option("--limit", default=10, show_default=True, help="Number of results (1-50).")
+@click.option("--alpha", type=float, default=None,
+              help="Weighted fusion instead of RRF: 0 = keyword only, 1 = vector only.")
+@click.option("--type", "source_types", multiple=True, help=_TYPE_HELP)
+@click.option("--tag", "tags", multiple=True, help="Only chunks with this tag (repeatable: any).")
+@click.option("--after", "modified_after", default=None,
+              help="Modified on or after this ISO date or date-time.")
+@click.option("--before", "modified_before", default=None,
+              help="Modified on or before this ISO date (the whole day) or date-time.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def hybrid(obj: CliContext, query: str, vault: str | None, limit: int, alpha: float | None,
+           source_types: tuple[str, ...], tags: tuple[str, ...], modified_after: str | None,
+           modified_before: str | None, as_json: bool) -> None:
+    """Hybrid search: keyword (BM25) and semantic results for QUERY, fused."""
+    with answering():
+        results = obj.knowledge_base().search_hybrid(
+            query, limit=limit, vault=vault, alpha=alpha, source_types=list(source_types) or None,
+            tags=list(tags) or None, modified_after=modified_after,
+            modified_before=modified_before)
+    emit_text({"query": query, "results": list(results), "embeddings": results.embeddings},
+              as_json, render_results)
+
+
+@click.command()
+@click.argument("query")
+@click.option("--vault", default=None, help="Search only this vault (or source).")
+@click.option("--limit", default=10, show_default=True, help="Number of sources (1-50).")
+@click.option("--depth", default=1, show_default=True, help="Graph hops around each hit (1-3).")
+@click.option("--max-tokens", default=6500, show_default=True,
+              help="Token budget of the context block.")
+@click.option("--type", "source_types", multiple=True, help=_TYPE_HELP)
+@click.option("--context", "context_only", is_flag=True,
+              help="Print only the context block (for pasting into an assistant).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def graphrag(obj: CliContext, query: str, vault: str | None, limit: int, depth: int,
+             max_tokens: int, source_types: tuple[str, ...], context_only: bool,
+             as_json: bool) -> None:
+    """GraphRAG evidence pack: hits for QUERY reranked through the knowledge graph, the
+    subgraph linking them and a context block within the token budget."""
+    with answering():
+        pack = obj.knowledge_base().search_graphrag(query, limit=limit, vault=vault,
+                                                    depth=depth, max_tokens=max_tokens,
+                                                    source_types=list(source_types) or None)
+    if context_only:
+        if pack["embeddings"]["message"]:  # beside the block, not in it
+            click.echo(f"note: {pack['embeddings']['message']}", err=True)
+        click.echo(pack["context"])
+    else:
+        emit_text(pack, as_json, render_graphrag_ranking)
+
+
+QUERY_COMMANDS = [status, notifications, search, graph, read, vaults, context, keyword, hybrid,
+                  graphrag]

@@ -1,0 +1,59 @@
+"""What the mail and Confluence writers share: people as table structs, row hashes, change
+sets by key and per-item failure rows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+
+from jarvis_core.sources.people import Identity
+from jarvis_core.sources.plan import failure_row
+
+ERROR = "error"  # the severity of a MailProblem / ConfluenceProblem that is a failure
+
+
+def identity_row(identity: Identity | None) -> dict | None:
+    if identity is None:
+        return None
+    return {"name": identity.name, "email": identity.email, "aliases": list(identity.aliases)}
+
+
+def identity_of(row: dict | None) -> Identity | None:
+    if not row:
+        return None
+    return Identity(row["name"], row["email"], tuple(row["aliases"] or ()))
+
+
+def row_hash(row: dict) -> str:
+    """Identifies what a row holds, so an unchanged one is not rewritten."""
+    kept = {key: value for key, value in row.items() if key not in ("ingested_at", "row_hash")}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def changes(current: dict[str, str], stored: dict[str, str]) -> dict[str, list[str]]:
+    """Keys by what happened to them since the stored hashes."""
+    return {
+        "new": sorted(set(current) - set(stored)),
+        "changed": sorted(k for k in set(current) & set(stored) if current[k] != stored[k]),
+        "unchanged": sorted(k for k in set(current) & set(stored) if current[k] == stored[k]),
+        "deleted": sorted(set(stored) - set(current)),
+    }
+
+
+def failure_rows(source: str, problems: list, now: datetime) -> list[dict]:
+    """One ``ingest_failures`` row per failed item (``<file>#<item>``, or the file), reasons
+    of one item joined; warnings stay on the rows of what was read."""
+    reasons: dict[str, list[str]] = {}
+    for problem in problems:
+        if problem.severity == ERROR:
+            item = problem.item  # a Confluence item is "#results[3]", a mail one "message 3 ..."
+            path = f"{problem.file}{'' if item.startswith('#') else '#'}{item}" if item \
+                else problem.file
+            reasons.setdefault(path, []).append(problem.reason)
+    return [failure_row(source, path, "; ".join(dict.fromkeys(found)), detected_at=now)
+            for path, found in sorted(reasons.items())]
+
+
+def warning_count(problems: list) -> int:
+    return sum(1 for problem in problems if problem.severity != ERROR)

@@ -1,0 +1,71 @@
+"""The Dagster instance of a data directory, shared by `jarvis refresh`, `jarvis ui` and
+`jarvis daemon`: runs, partitions and sensor cursors recorded by one are seen by the others,
+so a daemon started after a refresh does not run every source again as new."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from pathlib import Path
+
+from jarvis_core.config import JarvisConfig
+
+_SETTINGS = Path(__file__).with_name("dagster.yaml")
+
+
+def dagster_home(config: JarvisConfig) -> Path:
+    """$DAGSTER_HOME when set, else ``<data_dir>/dagster``, with the instance settings
+    (concurrency pools) installed on first use."""
+    home = Path(os.environ.get("DAGSTER_HOME") or config.data_dir / "dagster")
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        shutil.copy(_SETTINGS, home / "dagster.yaml")
+    return home
+
+
+def project_instance(config: JarvisConfig):
+    """The persistent instance of the data directory (dagster is imported here, not by the
+    commands that do not run the pipeline)."""
+    import dagster as dg
+
+    return dg.DagsterInstance.from_config(str(dagster_home(config)))
+
+
+PROCESS_TAG = "jarvis/process"  # host:pid of the `jarvis refresh` that ran the run in-process
+
+
+def process_tags() -> dict[str, str]:
+    return {PROCESS_TAG: f"{socket.gethostname()}:{os.getpid()}"}
+
+
+def _alive(process: str) -> bool:
+    host, _, pid = process.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's: not ours to judge
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def release_abandoned_runs(instance) -> list[str]:
+    """Runs of a `jarvis refresh` that was killed stay "started" and keep their concurrency
+    slots, so the next run would wait for them forever: mark them failed and free their
+    slots. Returns their run ids."""
+    import dagster as dg
+
+    in_flight = instance.get_runs(filters=dg.RunsFilter(statuses=[
+        dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]))
+    released = []
+    for run in in_flight:
+        process = run.tags.get(PROCESS_TAG)
+        if process and not _alive(process):
+            instance.report_run_failed(run, f"the jarvis process that ran it ({process}) ended "
+                                            "without finishing it (killed?)")
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+            released.append(run.run_id)
+    return released

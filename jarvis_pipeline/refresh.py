@@ -1,0 +1,197 @@
+"""`jarvis refresh`: the pipeline for every source that needs it, in-process, on the project's
+Dagster instance (the one `jarvis ui` and `jarvis daemon` use).
+
+What needs a run is decided first, without Dagster, against the published version
+(``jarvis_core.sources.pending``): with nothing changed, a refresh costs a stat walk per
+source. Sources that changed run everything but their embeddings, then their embeddings,
+then everything is published once. A first refresh that adds many chunks publishes as soon
+as text, keyword index and graph are ready, then again when every chunk has its vector.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from jarvis_core.config import JarvisConfig
+from jarvis_core.notifications import notify
+from jarvis_core.sources.pending import pending_sources
+from jarvis_core.stores import serving, tables
+from jarvis_core.stores.connections import StoreUnavailable, read_only
+from jarvis_pipeline.instance import process_tags
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+COUNT_KEYS = ("new", "changed", "unchanged", "deleted", "failed")
+# Layers that do not count documents report these instead.
+_EXTRA_KEYS = ("chunks_added", "chunks_removed", "embedded", "reused", "version", "edges",
+               "references", "chunks", "vectors",
+               "origins_rewritten", "unresolved", "vectors_complete")
+# Dagster's step-by-step debug log is for the UI; the terminal gets warnings and the summary.
+_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# A refresh adding more chunks than this publishes before embedding them.
+PROGRESSIVE_CHUNKS = 2_000
+
+
+def _stored_sources(config: JarvisConfig) -> set[str]:
+    """Sources that have rows in the working tables but are no longer configured."""
+    try:
+        with read_only(config.duckdb_path) as conn:
+            present = {name for (name,) in conn.execute(
+                "SELECT table_name FROM duckdb_tables()").fetchall()}
+            raw_tables = [table for table in tables.RAW_TABLES if table in present]
+            if not raw_tables:
+                return set()
+            stored = {row[0] for row in conn.execute(" UNION ".join(
+                f"SELECT DISTINCT source FROM {table}" for table in raw_tables)).fetchall()}
+    except (StoreUnavailable, duckdb.Error):
+        return set()
+    return stored - set(config.source_names)
+
+
+def refresh_targets(config: JarvisConfig, only: list[str] | None) -> dict[str, str]:
+    """Source -> why it runs: the named sources (asked for), else those whose data moved
+    since the published version."""
+    unknown = sorted(set(only or ()) - set(config.source_names))
+    if unknown:
+        raise ValueError(f"unknown source(s) {', '.join(unknown)}: configured are "
+                         f"{', '.join(config.source_names) or 'none'}")
+    if only:
+        return {source: "asked for" for source in sorted(only)}
+    pending = pending_sources(config)
+    if pending:
+        pending |= {source: "no longer configured" for source in _stored_sources(config)}
+    return dict(sorted(pending.items()))
+
+
+def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
+    """Run what needs running and publish; report per source, layer and check."""
+    started = time.perf_counter()
+    targets = refresh_targets(config, only)
+    report = {"ok": True, "sources": [], "published": None, "partial": None,
+              "reasons": targets, "version": serving.current_name(config.data_dir),
+              "seconds": {}}
+    if not targets:
+        return report
+    from jarvis_definitions import build_definitions
+    from jarvis_pipeline.instance import project_instance, release_abandoned_runs
+
+    definitions = build_definitions(config)
+    with project_instance(config) as instance:
+        report["released_runs"] = release_abandoned_runs(instance)
+        register_sources(instance, list(targets))
+        if not _run_sources(config, definitions, instance, list(targets), report, started):
+            return _failed(report)
+        report["published"] = _publish(config, definitions, instance)
+        report["seconds"]["published"] = round(time.perf_counter() - started, 2)
+        report["ok"] = report["published"]["ok"]
+        report["version"] = serving.current_name(config.data_dir)
+    return report
+
+
+def _run_sources(config: JarvisConfig, definitions: dg.Definitions,
+                 instance: dg.DagsterInstance, sources: list[str], report: dict,
+                 started: float) -> bool:
+    """Every layer of each source: everything but the embeddings first, then the embeddings
+    (publishing in between when many chunks are new); whether all succeeded. With inferred
+    similarity edges on, the graph needs the vectors first: one whole run per source."""
+    if config.graph.similarity_top_k:
+        report["sources"] = [run_source_job(config, definitions, instance, "refresh_sources",
+                                            source) for source in sources]
+        return all(entry["ok"] for entry in report["sources"])
+    entries = report["sources"] = [
+        run_source_job(config, definitions, instance, "index_sources", source)
+        for source in sources]
+    if not all(entry["ok"] for entry in entries):
+        return False
+    if sum(entry["layers"].get("chunks", {}).get("chunks_added", 0)
+           for entry in entries) > PROGRESSIVE_CHUNKS:
+        report["partial"] = _publish(config, definitions, instance)
+        report["seconds"]["first_published"] = round(time.perf_counter() - started, 2)
+    for entry in entries:
+        _merge(entry, run_source_job(config, definitions, instance, "embed_sources",
+                                     entry["source"]))
+    return all(entry["ok"] for entry in entries)
+
+
+def _failed(report: dict) -> dict:
+    """A failed source keeps the query side on the last complete version."""
+    report["ok"] = False
+    return report
+
+
+def register_sources(instance: dg.DagsterInstance, sources: list[str]) -> None:
+    from jarvis_assets.partitions import source_partitions
+
+    known = set(instance.get_dynamic_partitions(source_partitions.name))
+    missing = [name for name in sources if name not in known]
+    if missing:
+        instance.add_dynamic_partitions(source_partitions.name, missing)
+
+
+def run_source_job(config: JarvisConfig, definitions: dg.Definitions,
+                   instance: dg.DagsterInstance, job: str, source: str) -> dict:
+    """One job for one source partition, in this process; its report entry."""
+    started = time.perf_counter()
+    result = definitions.resolve_job_def(job).execute_in_process(
+        partition_key=source, instance=instance, raise_on_error=False, run_config=_QUIET,
+        tags=process_tags())
+    entry = {"source": source, **_summarize(result),
+             "seconds": round(time.perf_counter() - started, 2)}
+    _notify_failure(config, result, entry)
+    return entry
+
+
+def _merge(entry: dict, more: dict) -> None:
+    """Fold a source's second run (its embeddings) into its entry."""
+    entry["ok"] &= more["ok"]
+    entry["layers"] |= more["layers"]
+    entry["checks"] += more["checks"]
+    entry["failed_steps"] += more["failed_steps"]
+    entry["seconds"] = round(entry["seconds"] + more["seconds"], 2)
+    entry["run_ids"] = [entry["run_id"], more["run_id"]]
+
+
+def _publish(config: JarvisConfig, definitions: dg.Definitions,
+             instance: dg.DagsterInstance) -> dict:
+    result = definitions.resolve_job_def("publish_serving").execute_in_process(
+        instance=instance, raise_on_error=False, run_config=_QUIET, tags=process_tags())
+    summary = _summarize(result)
+    _notify_failure(config, result, summary)
+    return summary
+
+
+def _notify_failure(config: JarvisConfig, result: dg.ExecuteInProcessResult,
+                    summary: dict) -> None:
+    """A failed refresh leaves the same notice a failed run does under the daemon."""
+    if summary["ok"]:
+        return
+    from sensors.run_failures import failure_notice
+
+    failed_checks = [f"{c['asset']}:{c['check']}" for c in summary["checks"]
+                     if not c["passed"] and c["severity"] != "WARN"]
+    notify(config.notifications_path,
+           failure_notice(result.dagster_run, result.get_step_failure_events(),
+                          f"checks failed: {', '.join(failed_checks)}"),
+           webhook_url=config.environment.webhook_url)
+
+
+def _summarize(result: dg.ExecuteInProcessResult) -> dict:
+    """Per-layer counts and check outcomes of one run."""
+    layers = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        metadata = {key: value.value for key, value in materialization.metadata.items()}
+        layers[materialization.asset_key.to_user_string()] = {
+            key: metadata.get(key, 0) for key in COUNT_KEYS if key in metadata
+        } | {key: metadata[key] for key in _EXTRA_KEYS if key in metadata} | {
+            "rows": metadata.get("dagster/row_count", 0)}
+    checks = [{"check": evaluation.check_name, "asset": evaluation.asset_key.to_user_string(),
+               "passed": evaluation.passed, "severity": evaluation.severity.value}
+              for evaluation in result.get_asset_check_evaluations()]
+    ok = result.success and all(c["passed"] or c["severity"] == "WARN" for c in checks)
+    return {"ok": ok, "run_id": result.run_id, "layers": layers, "checks": checks,
+            "failed_steps": [event.step_key for event in result.get_step_failure_events()]}

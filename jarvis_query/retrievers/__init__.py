@@ -1,0 +1,1 @@
+"""Retrievers: dense, keyword and graph leaves, and the hybrid composer (see base.py)."""

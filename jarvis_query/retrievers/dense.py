@@ -1,0 +1,105 @@
+"""Dense retrieval: the query encoded with the model the published vectors were made with,
+then the nearest vectors of the published version.
+
+Queries are encoded by the model exported with the version (``encoder/``, named by the
+manifest's ``encoder``), run with onnxruntime and tokenizers: no torch, so a cold process
+answers in about a second. A version without one (an export that failed, or one published
+before exports existed) falls back to the full sentence-transformers embedder, with a log
+line saying why.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from jarvis_core.config import JarvisConfig
+from jarvis_core.stores.serving import PublishedVersion
+from jarvis_core.stores.vectors.filters import VectorFilter
+from jarvis_query.retrievers.base import ScoredChunks
+from jarvis_query.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger("jarvis.query")
+
+_KEEP_ENCODERS = 2  # the current version's and the one requests in flight may still use
+
+
+class QueryVectors(Protocol):
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+class _SerialEmbedder:
+    """The full embedder, one query at a time: its tokenizer is not safe across threads."""
+
+    def __init__(self, embedder) -> None:
+        self._embedder = embedder
+        self._lock = threading.Lock()
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            return self._embedder.embed_query(text)
+
+
+class DenseRetriever:
+    def __init__(self, config: JarvisConfig) -> None:
+        self.config = config
+        self._encoders: dict[Path, QueryVectors] = {}
+        self._full_embedders: dict[str, QueryVectors] = {}
+        self._lock = threading.Lock()
+
+    def encoder(self, version: PublishedVersion) -> QueryVectors:
+        """The query encoder of ``version``, loaded once; a call that arrives while it loads
+        waits for that load."""
+        with self._lock:
+            if version.path not in self._encoders:
+                self._encoders[version.path] = self._load(version)
+                for old in list(self._encoders)[:-_KEEP_ENCODERS]:
+                    del self._encoders[old]
+            return self._encoders[version.path]
+
+    def encode(self, snapshot: Snapshot, query: str) -> np.ndarray:
+        return self.encoder(snapshot.version).embed_query(query)
+
+    def retrieve(self, snapshot: Snapshot, query: str, limit: int,
+                 filters: VectorFilter | None = None,
+                 score_threshold: float | None = None) -> ScoredChunks:
+        hits = snapshot.vectors.search(self.encode(snapshot, query), limit=limit,
+                                       filters=filters, score_threshold=score_threshold)
+        return [(hit.chunk_id, hit.score) for hit in hits]
+
+    def _load(self, version: PublishedVersion) -> QueryVectors:
+        model = version.manifest["model"]
+        exported = version.manifest.get("encoder")
+        if not exported:
+            return self._full_embedder(model, f"serving version {version.name} holds no "
+                                              "exported query model")
+        # onnxruntime is imported here, not at the top: keyword and graph searches never
+        # encode a query and should not pay for it.
+        from jarvis_core.text.query_encoder import QueryEncoder, QueryEncoderError
+
+        try:
+            encoder = QueryEncoder.load(version.path / exported)
+        except QueryEncoderError as exc:
+            return self._full_embedder(model, str(exc))
+        if encoder.model != model:
+            return self._full_embedder(model, f"the exported query model of serving version "
+                                              f"{version.name} is {encoder.model!r}, not the "
+                                              f"vectors' {model!r}")
+        return encoder
+
+    def _full_embedder(self, model: str, reason: str) -> QueryVectors:
+        log.warning("%s: encoding queries with the full embedder (sentence-transformers), "
+                    "which takes several seconds to load", reason)
+        if model not in self._full_embedders:
+            from jarvis_core.text.embedder import Embedder
+
+            settings = self.config.embedding
+            self._full_embedders[model] = _SerialEmbedder(Embedder(
+                model, device=settings.device, batch_size=settings.batch_size,
+                backend=settings.backend, cache_dir=self.config.cache_dir))
+        return self._full_embedders[model]

@@ -1,0 +1,120 @@
+"""Helpers for the query-side tests: a published version with its exported query encoder, and
+the modules a fresh `jarvis` process imports."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from jarvis_core.config import JarvisConfig
+from jarvis_core.stores import serving
+from jarvis_core.text.query_model import place_query_model
+from tests.pipeline_helpers import PROJECT_ROOT, write_config
+
+HEAVY_MODULES = ("torch", "transformers", "sentence_transformers", "dagster")
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@functools.cache
+def exported_encoder() -> Path:
+    """all-MiniLM-L6-v2 exported for the light query path, once per machine and library
+    versions (the export is reused while its key matches; a first export takes ~20 s)."""
+    from jarvis_core.text.export import export_query_model
+
+    return export_query_model(MODEL, Path(tempfile.gettempdir()) / "jarvis-test-query-model"
+                              ).directory
+
+
+def publish_encoder(data_dir: Path) -> serving.PublishedVersion:
+    """The current version of ``data_dir`` with the exported encoder in it, placed as the
+    pipeline places it; a version that has one already (the pipeline publishes it when the
+    model can be exported) is left as it is."""
+    version = serving.current_version(data_dir)
+    if version.manifest.get("encoder"):
+        return version
+    manifest = {**version.manifest,
+                "encoder": place_query_model(exported_encoder(), version.path)}
+    (version.path / serving.MANIFEST_FILE).write_text(json.dumps(manifest, indent=2))
+    return serving.current_version(data_dir)
+
+
+def light_copy(published: JarvisConfig, directory: Path) -> JarvisConfig:
+    """A configuration over a copy of ``published``'s data whose version holds the exported
+    encoder (the light query path), its vaults unchanged."""
+    shutil.copytree(published.data_dir, directory / "data")
+    config = write_config(directory, {name: vault.path
+                                      for name, vault in published.vaults.items()})
+    publish_encoder(config.data_dir)
+    return config
+
+
+_LIST_MODULES = """
+import atexit, json, sys
+atexit.register(lambda: print("MODULES " + json.dumps(sorted(sys.modules)), file=sys.stderr))
+from jarvis_cli.main import cli
+cli(sys.argv[1:], prog_name="jarvis")
+"""
+
+
+def jarvis_modules(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run `jarvis ARGS` in a fresh process; its result and the modules it imported."""
+    completed = subprocess.run([sys.executable, "-c", _LIST_MODULES, *args], cwd=PROJECT_ROOT,
+                               capture_output=True, text=True, timeout=300,
+                               env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    listed = [line for line in completed.stderr.splitlines() if line.startswith("MODULES ")]
+    assert listed, completed.stderr
+    return completed, set(json.loads(listed[-1].removeprefix("MODULES ")))
+
+
+def heavy(modules: set[str]) -> list[str]:
+    """The heavy packages among ``modules`` (what the light query path must not load)."""
+    return [name for name in HEAVY_MODULES if name in modules]
+
+
+SAMPLE_MAIL = PROJECT_ROOT / "sample_data" / "mail" / "lumen.mbox"
+SAMPLE_CONFLUENCE = PROJECT_ROOT / "sample_data" / "confluence"
+DEDUPE_THREAD = "CAK7wq2dedupe01.1009@mail.lumen.example"
+INGEST_PAGE = "65541"
+INGEST_TITLE = "Ingest: idempotency and the dedupe key"
+
+
+def documents_config(root: Path) -> JarvisConfig:
+    """A small vault beside the sample mailbox and Confluence space, stores under ``root``:
+    every kind read-note and the source-type filters know, in a few seconds."""
+    vault = root / "vault"
+    vault.mkdir(parents=True)
+    (vault / "Dedupe.md").write_text(
+        "# Dedupe notes\n\nThe dedupe key decision was argued on lumen-dev; see the ADR page "
+        "and LUM-4.\n")
+    (vault / "Sleep.md").write_text("# Sleep\n\nEight hours, a dark room and no screens.\n")
+    return write_config(root / "project", {"notes": vault},
+                        mail={"lumen-mail": str(SAMPLE_MAIL)},
+                        confluence={"lumen-wiki": str(SAMPLE_CONFLUENCE)})
+
+
+def publish_partially(config: JarvisConfig, embedded: tuple[str, ...] = ()) -> None:
+    """What a large first refresh publishes before its embeddings are done, made with the
+    real pipeline: every source indexed (text, keyword index, graph, analytics), only the
+    ``embedded`` sources' embeddings made, then one publish."""
+    from jarvis_definitions import build_definitions
+    from jarvis_pipeline.instance import project_instance
+    from jarvis_pipeline.refresh import register_sources, run_source_job
+
+    definitions = build_definitions(config)
+    with project_instance(config) as instance:
+        register_sources(instance, config.source_names)
+        for source in config.source_names:
+            entry = run_source_job(config, definitions, instance, "index_sources", source)
+            assert entry["ok"], entry
+        for source in embedded:
+            entry = run_source_job(config, definitions, instance, "embed_sources", source)
+            assert entry["ok"], entry
+        published = definitions.resolve_job_def("publish_serving").execute_in_process(
+            instance=instance, raise_on_error=False)
+        assert published.success
