@@ -10,7 +10,6 @@ from pathlib import Path
 from jarvis_core.config import ConfigError, load_config
 from jarvis_core.profiles import UnknownProfile, resolve_profile
 from jarvis_query.knowledge_base import KnowledgeBase
-from jarvis_query.mcp_assistant import serve_stdio
 from jarvis_query.server_log import configure_logging
 
 
@@ -32,6 +31,10 @@ def main(argv: list[str] | None = None) -> None:
         parser.exit(2, f"jarvis serve: {exc}\n")
     kb = KnowledgeBase(config)
     kb.load_in_background()
+    # The MCP SDK (about a second to import) is imported while the published version and its
+    # query encoder load on the background thread.
+    from jarvis_query.mcp_assistant import serve_stdio
+
     serve_stdio(kb, args.profile)
 
 

@@ -1,0 +1,111 @@
+"""Every MCP tool through a real client: the MCP Inspector's CLI (npm) against `jarvis serve`.
+
+Copies the sample vault to a scratch project with a memory vault, refreshes it, then asks the
+Inspector for tools/list and calls every tool as a person would from the Inspector's form:
+numbers and flags typed as text (`limit=3`, `alpha=0.5`, `similarity_threshold=0.2`,
+`search_content=true`). Each call is a fresh server (the Inspector starts one per call), so
+each one also measures a cold first answer against the Inspector's 60 s request timeout.
+
+    python scripts/mcp_inspector_check.py [--inspector PATH]
+
+The Inspector comes from the npm registry: `npx @modelcontextprotocol/inspector` (default) or
+a path to an installed `mcp-inspector` binary. Exit 1 when any call errs or times out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+JARVIS = str(Path(sys.executable).with_name("jarvis"))
+TIMEOUT_S = 60  # the Inspector's default request timeout
+
+CALLS: list[tuple[str, dict[str, str]]] = [
+    ("search-semantic", {"query": "how much sleep do I need", "limit": "3",
+                         "similarity_threshold": "0.2"}),
+    ("search-vault", {"query": "shakshuka", "search_content": "true", "limit": "3"}),
+    ("search-hybrid", {"query": "sleep", "alpha": "0.5", "limit": "3"}),
+    ("search-graph", {"query_note_path": "Reading/Books/Why We Sleep.md", "depth": "2"}),
+    ("search-graphrag", {"query": "why do we sleep", "limit": "3"}),
+    ("read-note", {"path": "Reading/Books/Why We Sleep.md", "vault": "sample"}),
+    ("list-vaults", {}),
+    ("get-vault-context", {"vault": "sample"}),
+    ("remember", {"text": "The inspector check ran against the sample vault.",
+                  "importance": "0.8", "tags": '["check"]'}),
+    ("recall", {"query": "inspector check", "limit": "3", "include_archive": "true"}),
+    ("health-status", {}),
+    ("performance-metrics", {"hours": "1"}),
+]
+
+
+def _project(root: Path) -> Path:
+    shutil.copytree(PROJECT / "sample_data" / "vault", root / "vault")
+    (root / "memory").mkdir()
+    config = root / "jarvis.yaml"
+    config.write_text(json.dumps({
+        "data_dir": "data", "vaults": {"sample": str(root / "vault"),
+                                       "memory": str(root / "memory")},
+        "memory": {"vault": "memory"}}))
+    return config
+
+
+def _inspector(inspector: list[str], config: Path, *args: str) -> tuple[dict, float]:
+    env = {**os.environ, "JARVIS_CONFIG": str(config), "HF_HUB_OFFLINE": "1"}
+    started = time.perf_counter()
+    done = subprocess.run([*inspector, "--cli", JARVIS, "serve", *args], env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT_S + 30)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"inspector {' '.join(args)} failed: {done.stderr or done.stdout}")
+    return json.loads(done.stdout), seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inspector", help="an installed mcp-inspector binary")
+    options = parser.parse_args()
+    inspector = ([options.inspector] if options.inspector
+                 else ["npx", "-y", "@modelcontextprotocol/inspector"])
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="jarvis-inspector-") as scratch:
+        config = _project(Path(scratch))
+        subprocess.run([JARVIS, "--config", str(config), "refresh", "--json"], check=True,
+                       stdout=subprocess.DEVNULL, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        listed, seconds = _inspector(inspector, config, "--method", "tools/list")
+        names = sorted(tool["name"] for tool in listed["tools"])
+        print(f"tools/list: {len(names)} tools in {seconds:.1f} s: {', '.join(names)}")
+        called = {name for name, _ in CALLS} | {"forget"}
+        if set(names) != called:
+            print(f"tools not called: {sorted(set(names) - called)}; "
+                  f"called but not listed: {sorted(called - set(names))}")
+            failures += 1
+        memory = None
+        for name, arguments in CALLS + [("forget", {})]:
+            if name == "forget":
+                arguments = {"memory": memory or "-"}
+            flags = [flag for key, value in arguments.items()
+                     for flag in ("--tool-arg", f"{key}={value}")]
+            answer, seconds = _inspector(inspector, config, "--method", "tools/call",
+                                         "--tool-name", name, *flags)
+            structured = answer.get("structuredContent") or {}
+            if name == "remember":
+                memory = (structured.get("memory") or {}).get("path")
+            ok = not answer.get("isError") and seconds < TIMEOUT_S
+            failures += not ok
+            text = answer["content"][0]["text"] if answer.get("content") else ""
+            print(f"{'ok  ' if ok else 'FAIL'} {name:20} {seconds:5.1f} s  "
+                  f"{text.splitlines()[0][:90] if text else ''}")
+    print("all tools answered" if not failures else f"{failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
