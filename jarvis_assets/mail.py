@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from jarvis_assets.export_files import read_export_files
 from jarvis_assets.metadata import (
     Stopwatch,
     counts_table,
@@ -13,7 +14,6 @@ from jarvis_assets.notes import DUCKDB_POOL
 from jarvis_assets.partitions import (
     other_kind_result,
     source_partitions,
-    unreachable_source_result,
 )
 from jarvis_core.sources.email import MailError, MailRead
 from jarvis_core.sources.mail_tables import (
@@ -52,21 +52,13 @@ def raw_mail(context: dg.AssetExecutionContext, jarvis: JarvisConfigResource,
     settings, watch, now = config.mail.get(source), Stopwatch(), utc_now()
     with tables.get_connection() as conn:
         stored = read_stored(conn, source)
-    try:
-        hashes = mail_file_hashes(settings.path) if settings else {}
-        if settings is not None and stored.unchanged(hashes):
-            watch.lap("parse")
-            return dg.MaterializeResult(metadata={
-                "new": 0, "changed": 0, "unchanged": len(stored.threads), "deleted": 0,
-                "failed": stored.failed, "dagster/row_count": len(stored.messages),
-                "source_kind": MAIL_KIND, "files": len(hashes), "files_changed": False,
-                **watch.seconds})
-        with tables.get_connection() as conn:
-            read = read_changed_mail(conn, source, settings.path, stored) if settings \
-                else MailRead()
-    except MailError as exc:  # the mail folder or file vanished
-        return unreachable_source_result(context, tables, source, MAIL_KIND, str(exc))
-    watch.lap("parse")
+    outcome = read_export_files(
+        context, tables, MAIL_KIND, settings.path if settings else None, stored, watch,
+        file_hashes=mail_file_hashes, read_changed=read_changed_mail, nothing_read=MailRead,
+        vanished=MailError, unchanged_counts=(len(stored.threads), len(stored.messages)))
+    if isinstance(outcome, dg.MaterializeResult):
+        return outcome
+    hashes, read = outcome
     with tables.get_connection() as conn:
         written = write_mail(conn, source, read, hashes, stored, now)
         figures = mail_figures(conn, source)

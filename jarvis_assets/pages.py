@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from jarvis_assets.export_files import read_export_files
 from jarvis_assets.metadata import (
     Stopwatch,
     counts_table,
@@ -13,7 +14,6 @@ from jarvis_assets.notes import DUCKDB_POOL
 from jarvis_assets.partitions import (
     other_kind_result,
     source_partitions,
-    unreachable_source_result,
 )
 from jarvis_core.sources.confluence import ConfluenceError, ConfluenceRead
 from jarvis_core.sources.page_tables import (
@@ -52,21 +52,14 @@ def raw_pages(context: dg.AssetExecutionContext, jarvis: JarvisConfigResource,
     settings, watch, now = config.confluence.get(source), Stopwatch(), utc_now()
     with tables.get_connection() as conn:
         stored = read_stored(conn, source)
-    try:
-        hashes = export_file_hashes(settings.path) if settings else {}
-        if settings is not None and stored.unchanged(hashes):
-            watch.lap("parse")
-            return dg.MaterializeResult(metadata={
-                "new": 0, "changed": 0, "unchanged": len(stored.content), "deleted": 0,
-                "failed": stored.failed, "dagster/row_count": len(stored.content),
-                "source_kind": CONFLUENCE_KIND, "files": len(hashes), "files_changed": False,
-                **watch.seconds})
-        with tables.get_connection() as conn:
-            read = read_changed_export(conn, source, settings.path, stored) if settings \
-                else ConfluenceRead()
-    except ConfluenceError as exc:  # the export vanished
-        return unreachable_source_result(context, tables, source, CONFLUENCE_KIND, str(exc))
-    watch.lap("parse")
+    outcome = read_export_files(
+        context, tables, CONFLUENCE_KIND, settings.path if settings else None, stored, watch,
+        file_hashes=export_file_hashes, read_changed=read_changed_export,
+        nothing_read=ConfluenceRead, vanished=ConfluenceError,
+        unchanged_counts=(len(stored.content), len(stored.content)))
+    if isinstance(outcome, dg.MaterializeResult):
+        return outcome
+    hashes, read = outcome
     with tables.get_connection() as conn:
         written = write_pages(conn, source, read, hashes, stored, now)
         figures = page_figures(conn, source)
