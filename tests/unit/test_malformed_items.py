@@ -5,6 +5,8 @@ ingests."""
 
 import json
 import os
+import threading
+import time
 import zlib
 
 import pytest
@@ -107,6 +109,25 @@ def test_the_cpu_time_limit_fails_the_item_not_the_run():
                 pass
     with cpu_time_limit(0.05, "quick.md"):  # the timer is off again afterwards
         sum(range(10))
+
+
+def test_only_the_parsing_threads_own_cpu_time_counts():
+    """Another thread's work (the embedder's thread pool, say) does not use up an item's
+    budget, and no signal reaches that thread: a process-wide timer's did, and crashed."""
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            pass
+
+    busy = threading.Thread(target=spin)
+    busy.start()
+    try:
+        with cpu_time_limit(0.05, "idle.md"):
+            time.sleep(0.3)  # the other thread burns CPU meanwhile, this one almost none
+    finally:
+        stop.set()
+        busy.join()
 
 
 def test_a_note_over_the_time_limit_fails_alone(tmp_path):
