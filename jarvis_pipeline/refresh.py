@@ -78,9 +78,10 @@ def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
         return report
     from jarvis_definitions import build_definitions
     from jarvis_pipeline.instance import project_instance, release_abandoned_runs
+    from jarvis_resources.tables import tables_held_open
 
     definitions = build_definitions(config)
-    with project_instance(config) as instance:
+    with project_instance(config) as instance, tables_held_open(config.duckdb_path):
         report["released_runs"] = release_abandoned_runs(instance)
         register_sources(instance, list(targets))
         if not _run_sources(config, definitions, instance, list(targets), report, started):
