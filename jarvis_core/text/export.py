@@ -52,7 +52,7 @@ OPSET = 18
 WEIGHTS_FILE = "model.onnx.data"
 # Versions that change what an export holds; a new one gives a new cache key.
 EXPORT_PACKAGES = ("torch", "transformers", "sentence-transformers", "onnx", "onnxscript",
-                   "tokenizers")
+                   "onnxruntime", "tokenizers")
 TORCHSCRIPT = "torchscript"
 DYNAMO = "dynamo"
 # The traced example must pad one row: a trace of an unpadded batch may leave the mask out.
@@ -261,7 +261,6 @@ def _runtime_tokenizer(model: str, sentence_model, max_seq_length: int):
 def _export_graph(method: str, sentence_model, target: Path) -> None:
     """Write the graph from token features to the sentence embedding, for any batch size and
     sequence length, as MODEL_FILE with its weights in WEIGHTS_FILE."""
-    import onnx
     import torch
 
     example = sentence_model.preprocess(list(EXAMPLE_TEXTS))
@@ -297,11 +296,26 @@ def _export_graph(method: str, sentence_model, target: Path) -> None:
                 opset_version=OPSET, dynamic_shapes={"tensors": tuple(dynamic for _ in names)},
                 external_data=True,
             )
-    onnx.save_model(onnx.load(str(scratch / MODEL_FILE)), str(target / MODEL_FILE),
-                    save_as_external_data=True, all_tensors_to_one_file=True,
-                    location=WEIGHTS_FILE)
-    (target / WEIGHTS_FILE).chmod(0o644)  # onnx writes it private
+    _write_optimized(scratch / MODEL_FILE, target / MODEL_FILE)
+    (target / WEIGHTS_FILE).chmod(0o644)  # written private
     shutil.rmtree(scratch)
+
+
+def _write_optimized(exported: Path, dest: Path) -> None:
+    """Save the graph as onnxruntime optimises it (operators fused, constants folded), so a
+    query process loads it without optimising it again: session load 75 -> 11 ms with
+    prepacking off. Only hardware-independent optimisations (EXTENDED) are saved."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(dest)
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_file_name", WEIGHTS_FILE)
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    options.log_severity_level = 3
+    onnxruntime.InferenceSession(str(exported), options, providers=["CPUExecutionProvider"])
 
 
 @contextmanager
