@@ -1,6 +1,7 @@
 """Shared fixtures: temporary vaults and configurations on disk, never the user's data.
 Helpers live in tests/pipeline_helpers.py."""
 
+import os
 import shutil
 
 import pytest
@@ -13,8 +14,13 @@ from tests.pipeline_helpers import SAMPLE_VAULT, write_config
 def _shared_model_cache(tmp_path_factory):
     """One cache of converted and exported models for the whole session (and its
     subprocesses): models are converted once, not once per test's data directory."""
+    cache = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one cache for all workers: exports are atomic
+        cache = cache.parent
+    cache = cache / "model-cache"
+    cache.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("model-cache")))
+        patch.setenv(CACHE_ENV, str(cache))
         yield
 
 

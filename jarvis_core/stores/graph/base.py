@@ -93,7 +93,7 @@ class Subgraph:
 
 
 class GraphStore(ABC):
-    """One interface, identical behaviour on every backend (tests/test_graph_store_contract.py
+    """One interface, identical behaviour on every backend (tests/stores/test_graph_store_contract.py
     holds every backend to it)."""
 
     def apply(self, removed_origins: Iterable[str], nodes: Sequence[Node], edges: Sequence[Edge],
