@@ -61,3 +61,16 @@ def published_sample(tmp_path_factory) -> JarvisConfig:
         report = run_refresh(config)
     assert report["ok"], report
     return config
+
+
+_TIER_ORDER = ("e2e", "dagster", "stores", "unit")
+
+
+def pytest_collection_modifyitems(items):
+    """The slowest tier first: the workers start on the long files and end on the
+    milliseconds-long ones, so none is left alone with a long file at the end."""
+    def tier(item) -> int:
+        parts = item.path.relative_to(item.config.rootpath).parts
+        return _TIER_ORDER.index(parts[1]) if len(parts) > 2 and parts[1] in _TIER_ORDER else 0
+
+    items.sort(key=tier)
