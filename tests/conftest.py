@@ -7,21 +7,44 @@ import shutil
 import pytest
 
 from jarvis_core.config import CACHE_ENV, JarvisConfig
-from tests.pipeline_helpers import SAMPLE_VAULT, write_config
+from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, write_config
+
+# What `jarvis refresh` on the sample (README command 1) converted and exported.
+PROJECT_MODEL_CACHE = PROJECT_ROOT / ".jarvis" / "cache"
+MODEL_CACHE_PARTS = ("openvino", "query-model")
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _shared_model_cache(tmp_path_factory):
     """One cache of converted and exported models for the whole session (and its
-    subprocesses): models are converted once, not once per test's data directory."""
+    subprocesses): models are converted once, not once per test's data directory. It starts
+    as a copy of the project's own cache when there is one (entries are keyed by the model's
+    files and the converters' versions, so a stale one is never used); tests never write
+    to the project's."""
     cache = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):  # one cache for all workers: exports are atomic
         cache = cache.parent
     cache = cache / "model-cache"
     cache.mkdir(exist_ok=True)
+    for part in MODEL_CACHE_PARTS:
+        _seed(PROJECT_MODEL_CACHE / part, cache / part)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CACHE_ENV, str(cache))
         yield
+
+
+def _seed(source, target) -> None:
+    """Copy ``source`` to ``target`` unless ``target`` exists (a copy, not links: versions
+    link their files to the cache, and a test that damages one must not reach the project);
+    the copy appears whole or not at all, whichever worker makes it."""
+    if target.exists() or not source.is_dir():
+        return
+    staging = target.with_name(f".{target.name}.{os.getpid()}")
+    shutil.copytree(source, staging, symlinks=True)
+    try:
+        os.replace(staging, target)
+    except OSError:  # another worker put its copy in place first
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
