@@ -1,6 +1,7 @@
 """Helpers for tests that run the pipeline: configurations on disk, a per-source refresh run,
 and what a run reported."""
 
+import shutil
 from pathlib import Path
 
 import dagster as dg
@@ -24,6 +25,18 @@ def write_config(directory: Path, vaults: dict[str, Path], **settings) -> Jarvis
             **settings}
     path.write_text(yaml.safe_dump(body))
     return load_config(path)
+
+
+def private_copy(published: JarvisConfig, directory: Path) -> JarvisConfig:
+    """The published sample (``published_sample``) copied under ``directory``, its vault
+    and its data, configured as ``write_config`` makes it: for a module that changes the
+    vault or refreshes it, instead of refreshing the sample once more."""
+    vault = directory / "vault"
+    shutil.copytree(published.vaults["sample"].path, vault, symlinks=True)
+    config = write_config(directory / "project", {"sample": vault})
+    shutil.copytree(published.data_dir, config.data_dir, symlinks=True,
+                    ignore=shutil.ignore_patterns(".readers"))  # other processes' scratch
+    return config
 
 
 def run(config, source: str, instance: dg.DagsterInstance,

@@ -4,7 +4,6 @@ arguments, read-note refusing every way out of the vault, correlation ids in the
 
 import json
 import re
-import shutil
 import sys
 import threading
 from pathlib import Path
@@ -17,7 +16,7 @@ from jarvis_core.stores import serving
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.mcp_server import build_server
-from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, write_config
+from tests.pipeline_helpers import PROJECT_ROOT, private_copy, write_config
 from tests.query_helpers import publish_encoder
 
 pytestmark = pytest.mark.slow
@@ -55,20 +54,14 @@ def converse(command: list[str], calls: dict, log: Path):
 
 
 @pytest.fixture(scope="module")
-def published(tmp_path_factory):
-    """The sample vault refreshed once; then a secret beside it and a symlink leading to it."""
+def published(published_sample, tmp_path_factory):
+    """The published sample, copied; then a secret beside its vault and a symlink leading
+    to it."""
     root = tmp_path_factory.mktemp("mcp")
-    vault = root / "vault"
-    shutil.copytree(SAMPLE_VAULT, vault, symlinks=True)
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("JARVIS_HOME", "JARVIS_CONFIG", "DAGSTER_HOME"):
-            env.delenv(name, raising=False)
-        config = write_config(root / "project", {"sample": vault})
-        report = run_refresh(config)
-    assert report["ok"], report
+    config = private_copy(published_sample, root)
     publish_encoder(config.data_dir)
     (root / "secret.md").write_text(SECRET)
-    (vault / "Leak.md").symlink_to(root / "secret.md")
+    (root / "vault" / "Leak.md").symlink_to(root / "secret.md")
     return config
 
 

@@ -2,7 +2,6 @@
 change published without a snapshot, a trend across two snapshots, the CLI, and errors."""
 
 import json
-import shutil
 import statistics
 import time
 
@@ -21,7 +20,7 @@ from jarvis_definitions import build_definitions
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 from jarvis_resources import build_resources
-from tests.pipeline_helpers import SAMPLE_VAULT, write_config
+from tests.pipeline_helpers import private_copy
 
 pytestmark = pytest.mark.slow
 
@@ -29,13 +28,10 @@ PROBE = "Inbox/Analytics Probe.md"
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
+def project(published_sample, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("context")
+    config = private_copy(published_sample, tmp)
     vault = tmp / "vault"
-    shutil.copytree(SAMPLE_VAULT, vault, symlinks=True)
-    config = write_config(tmp / "project", {"sample": vault})
-    report = run_refresh(config)
-    assert report["ok"], report
     kb = KnowledgeBase(config)
     yield config, vault, kb
     kb.close()
