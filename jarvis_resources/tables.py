@@ -74,7 +74,6 @@ class TablesResource(ConfigurableResource):
             yield conn
 
 
-
 @contextmanager
 def tables_held_open(path: Path) -> Iterator[None]:
     """Keep the working tables open for a whole `jarvis refresh`. DuckDB shares one open

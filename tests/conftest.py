@@ -97,3 +97,13 @@ def pytest_collection_modifyitems(items):
         return _TIER_ORDER.index(parts[1]) if len(parts) > 2 and parts[1] in _TIER_ORDER else 0
 
     items.sort(key=tier)
+
+
+@pytest.fixture(scope="session")
+def kb(published_sample):
+    """One ``KnowledgeBase`` over the published sample, for tests that only query it."""
+    from jarvis_query.knowledge_base import KnowledgeBase
+
+    knowledge_base = KnowledgeBase(published_sample)
+    yield knowledge_base
+    knowledge_base.close()

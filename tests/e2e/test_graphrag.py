@@ -13,13 +13,6 @@ from tests.pipeline_helpers import write_config
 
 
 @pytest.fixture(scope="module")
-def kb(published_sample):
-    knowledge_base = KnowledgeBase(published_sample)
-    yield knowledge_base
-    knowledge_base.close()
-
-
-@pytest.fixture(scope="module")
 def pack(kb):
     return kb.search_graphrag("how does Lumen alerting work", limit=6, depth=1)
 

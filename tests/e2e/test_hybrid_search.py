@@ -5,14 +5,7 @@ from datetime import datetime
 
 import pytest
 
-from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-
-
-@pytest.fixture(scope="module")
-def kb(published_sample):
-    knowledge_base = KnowledgeBase(published_sample)
-    yield knowledge_base
-    knowledge_base.close()
+from jarvis_query.knowledge_base import QueryError
 
 
 @pytest.mark.slow

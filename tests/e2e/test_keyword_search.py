@@ -17,7 +17,7 @@ from jarvis_core.stores.keyword import CHUNK_COLUMNS, KeywordIndex, KeywordSearc
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_core.stores.vectors.sync import read_payload_rows
 from jarvis_definitions import build_definitions
-from jarvis_query.knowledge_base import KnowledgeBase, QueryError
+from jarvis_query.knowledge_base import QueryError
 from tests.pipeline_helpers import checks, metadata, run
 
 
@@ -184,13 +184,6 @@ def test_keyword_index_asset_follows_edits_and_its_check_passes(sample_config, s
 def read_payload_rows_of(config, source: str) -> pl.DataFrame:
     with read_only(config.duckdb_path) as conn:
         return read_payload_rows(conn, source)
-
-
-@pytest.fixture(scope="module")
-def kb(published_sample):
-    knowledge_base = KnowledgeBase(published_sample)
-    yield knowledge_base
-    knowledge_base.close()
 
 
 @pytest.mark.slow

@@ -93,8 +93,8 @@ class Subgraph:
 
 
 class GraphStore(ABC):
-    """One interface, identical behaviour on every backend (tests/stores/test_graph_store_contract.py
-    holds every backend to it)."""
+    """One interface, identical behaviour on every backend
+    (tests/stores/test_graph_store_contract.py holds every backend to it)."""
 
     def apply(self, removed_origins: Iterable[str], nodes: Sequence[Node], edges: Sequence[Edge],
               removed_documents: Iterable[str] = ()) -> None:
