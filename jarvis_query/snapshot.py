@@ -15,13 +15,10 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import shutil
 import sys
 import threading
-import uuid
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -39,8 +36,8 @@ if TYPE_CHECKING:
     from jarvis_core.stores.graph.base import GraphStore
     from jarvis_core.stores.vectors.base import VectorStore
     from jarvis_core.stores.vectors.filters import VectorFilter
+    from jarvis_core.stores.vectors.read_copies import ReadCopy
 
-_READERS_DIR = ".readers"
 log = logging.getLogger("jarvis.query")
 
 
@@ -68,7 +65,7 @@ class Snapshot:
         self.version = version
         self.tables = tables
         self._vectors: VectorStore | None = None
-        self._private_copy: Path | None = None
+        self._read_copy: ReadCopy | None = None
         self._graph: GraphStore | None = None
         self._vectors_lock = threading.Lock()
         self._graph_lock = threading.Lock()
@@ -131,11 +128,11 @@ class Snapshot:
         with self._graph_lock, self._vectors_lock:
             if self._graph is not None:
                 self._graph.close()
-            if self._vectors is not None:
+            if self._read_copy is not None:
+                self._read_copy.close()
+            elif self._vectors is not None:
                 self._vectors.close()
             self.tables.close()
-            if self._private_copy:
-                shutil.rmtree(self._private_copy, ignore_errors=True)
 
     def _open_vectors(self) -> VectorStore:
         manifest = self.version.manifest
@@ -150,19 +147,13 @@ class Snapshot:
                                            os.environ.get(QDRANT_API_KEY_ENV),
                                            manifest["collection"], manifest["dimension"],
                                            manifest["model"])
-        from jarvis_core.stores.vectors.edge import EdgeVectorStore
+        from jarvis_core.stores.vectors import read_copies
 
-        readers = serving.serving_root(self.config.data_dir) / _READERS_DIR
-        readers.mkdir(parents=True, exist_ok=True)
-        _remove_dead_readers(readers)
-        private = readers / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        try:
-            vectors = EdgeVectorStore.open_read_copy(self.version.vectors_path, private)
-        except BaseException:
-            shutil.rmtree(private, ignore_errors=True)
-            raise
-        self._private_copy = private
-        return vectors
+        root = serving.read_copies_root(self.config.data_dir)
+        read_copies.remove_unpublished(root, serving.published_names(self.config.data_dir))
+        self._read_copy = read_copies.open_read_copy(root, self.version.name,
+                                                     self.version.vectors_path)
+        return self._read_copy.store
 
     def _open_graph(self) -> GraphStore:
         if self.version.manifest.get("graph_backend") == "neo4j":
@@ -178,14 +169,6 @@ class Snapshot:
         from jarvis_core.stores.graph.cached import CachedGraphStore
 
         return CachedGraphStore(self.version.graph_path)
-
-
-def _remove_dead_readers(root: Path) -> None:
-    """Private vector copies of reader processes that died without cleaning up."""
-    for directory in root.glob("*"):
-        pid = directory.name.split("-", 1)[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(directory, ignore_errors=True)
 
 
 @dataclass(frozen=True)

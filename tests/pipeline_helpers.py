@@ -35,7 +35,7 @@ def private_copy(published: JarvisConfig, directory: Path) -> JarvisConfig:
     shutil.copytree(published.vaults["sample"].path, vault, symlinks=True)
     config = write_config(directory / "project", {"sample": vault})
     shutil.copytree(published.data_dir, config.data_dir, symlinks=True,
-                    ignore=shutil.ignore_patterns(".readers"))  # other processes' scratch
+                    ignore=shutil.ignore_patterns(".read-copies"))  # other processes' copies
     return config
 
 

@@ -68,6 +68,12 @@ def serving_root(data_dir: Path) -> Path:
     return data_dir / "serving"
 
 
+def read_copies_root(data_dir: Path) -> Path:
+    """Where query processes keep their private copies of published vector shards
+    (jarvis_core/stores/vectors/read_copies.py)."""
+    return serving_root(data_dir) / ".read-copies"
+
+
 def current_pointer(data_dir: Path) -> Path:
     return serving_root(data_dir) / "CURRENT"
 

@@ -292,12 +292,20 @@ def create_table_sql(name: str) -> str:
 
 def ensure_schema(conn: duckdb.DuckDBPyConnection) -> None:
     """Create missing tables and add columns a newer release declares to existing ones
-    (their values are filled when the version bump re-processes the rows)."""
+    (their values are filled when the version bump re-processes the rows). The catalog is
+    read once: a statement per declared column took a third of a second per run."""
+    present: dict[str, set[str]] = {}
+    for table, column in conn.execute(
+            "SELECT table_name, column_name FROM duckdb_columns() "
+            "WHERE schema_name = current_schema()").fetchall():
+        present.setdefault(table, set()).add(column)
     for name, (schema, _) in TABLES.items():
-        conn.execute(create_table_sql(name))
+        if name not in present:
+            conn.execute(create_table_sql(name))
+            continue
         for column, dtype in schema.items():
-            conn.execute(f'ALTER TABLE {name} ADD COLUMN IF NOT EXISTS "{column}" '
-                         f"{duckdb_type(dtype)}")
+            if column not in present[name]:
+                conn.execute(f'ALTER TABLE {name} ADD COLUMN "{column}" {duckdb_type(dtype)}')
 
 
 def frame(table: str, rows: Iterable[dict]) -> pl.DataFrame:

@@ -77,14 +77,21 @@ class EdgeVectorStore(VectorStore):
         Pass ``model``/``dimension`` to insist on them; by default the recorded ones are used.
         """
         published, workdir = Path(published), Path(workdir)
-        recorded = _read_sidecar(published)
-        model = recorded["model"] if model is None else model
-        dimension = recorded["dimension"] if dimension is None else dimension
-        check_identity(str(published), (recorded["model"], recorded["dimension"]),
-                        (model, dimension))
+        model, dimension = _published_identity(published, model, dimension)
         if workdir.exists() and any(workdir.iterdir()):
             raise FileExistsError(f"read-copy directory is not empty: {workdir}")
         shutil.copytree(published, workdir, dirs_exist_ok=True, copy_function=_copy_file)
+        return cls(workdir.parent, workdir.name, dimension, model, busy_timeout=busy_timeout)
+
+    @classmethod
+    def open_kept_copy(cls, published: Path, workdir: Path, *,
+                       busy_timeout: float = 30.0) -> EdgeVectorStore:
+        """Open a copy ``open_read_copy`` made of ``published`` earlier, as it is (see
+        read_copies.py); it must hold the vectors of the published shard's model."""
+        model, dimension = _published_identity(Path(published), None, None)
+        workdir = Path(workdir)
+        if not (workdir / "edge_config.json").is_file():
+            raise FileNotFoundError(f"no Edge shard in {workdir}")
         return cls(workdir.parent, workdir.name, dimension, model, busy_timeout=busy_timeout)
 
     def publish_copy(self, dest: Path) -> None:
@@ -274,6 +281,17 @@ def _copy_sparse(source: str, target: str) -> None:
 
 
 _copy_file = _copy_sparse if hasattr(os, "SEEK_DATA") else shutil.copyfile
+
+
+def _published_identity(published: Path, model: str | None,
+                        dimension: int | None) -> tuple[str, int]:
+    """(model, dimension) of a published shard; the ones given must match its record."""
+    recorded = _read_sidecar(published)
+    model = recorded["model"] if model is None else model
+    dimension = recorded["dimension"] if dimension is None else dimension
+    check_identity(str(published), (recorded["model"], recorded["dimension"]),
+                    (model, dimension))
+    return model, dimension
 
 
 def _read_sidecar(directory: Path) -> dict[str, Any]:
