@@ -1,6 +1,8 @@
 """Shared fixtures: temporary vaults and configurations on disk, never the user's data.
 Helpers live in tests/pipeline_helpers.py."""
 
+import contextlib
+import fcntl
 import os
 import shutil
 
@@ -21,10 +23,7 @@ def _shared_model_cache(tmp_path_factory):
     as a copy of the project's own cache when there is one (entries are keyed by the model's
     files and the converters' versions, so a stale one is never used); tests never write
     to the project's."""
-    cache = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # one cache for all workers: exports are atomic
-        cache = cache.parent
-    cache = cache / "model-cache"
+    cache = _shared_root(tmp_path_factory) / "model-cache"  # exports are atomic
     cache.mkdir(exist_ok=True)
     for part in MODEL_CACHE_PARTS:
         _seed(PROJECT_MODEL_CACHE / part, cache / part)
@@ -70,20 +69,41 @@ def sample_config(tmp_path, sample_vault) -> JarvisConfig:
 
 @pytest.fixture(scope="session")
 def published_sample(tmp_path_factory) -> JarvisConfig:
-    """The sample vault refreshed and published once per session, for tests that only query
-    it (tests that edit a vault make their own)."""
+    """The sample vault refreshed and published once per test run, shared by the workers,
+    for tests that only query it (tests that edit a vault or refresh copy it first:
+    ``private_copy``). The first worker to need it publishes it; the others wait for it."""
+    from jarvis_core.config import load_config
     from jarvis_pipeline.refresh import run_refresh
 
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("JARVIS_HOME", "JARVIS_CONFIG", "DAGSTER_HOME"):
-            patch.delenv(name, raising=False)
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        root = tmp_path_factory.mktemp("published-sample")
-        shutil.copytree(SAMPLE_VAULT, root / "vault", symlinks=True)
-        config = write_config(root / "project", {"sample": root / "vault"})
-        report = run_refresh(config)
-    assert report["ok"], report
+    root = _shared_root(tmp_path_factory) / "published-sample"
+    with _held(root.with_name(f"{root.name}.lock")):
+        if (root / "published").exists():
+            return load_config(root / "project" / "jarvis.yaml")
+        shutil.rmtree(root, ignore_errors=True)  # a worker that failed to publish it
+        with pytest.MonkeyPatch.context() as patch:
+            for name in ("JARVIS_HOME", "JARVIS_CONFIG", "DAGSTER_HOME"):
+                patch.delenv(name, raising=False)
+            patch.setenv("HF_HUB_OFFLINE", "1")
+            shutil.copytree(SAMPLE_VAULT, root / "vault", symlinks=True)
+            config = write_config(root / "project", {"sample": root / "vault"})
+            report = run_refresh(config)
+        assert report["ok"], report
+        (root / "published").touch()
     return config
+
+
+def _shared_root(tmp_path_factory):
+    """The session's temporary folder, or under xdist the one above every worker's."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def _held(lock_path):
+    """An exclusive lock on ``lock_path`` across the worker processes."""
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 _TIER_ORDER = ("e2e", "dagster", "stores", "unit")

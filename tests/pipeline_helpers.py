@@ -9,6 +9,7 @@ import yaml
 
 from jarvis_assets.jobs import refresh_sources_job
 from jarvis_assets.partitions import source_partitions
+from jarvis_core.audit import AUDIT_FILE
 from jarvis_core.config import JarvisConfig, load_config
 from jarvis_core.stores.connections import read_only
 from jarvis_definitions import build_definitions
@@ -34,9 +35,15 @@ def private_copy(published: JarvisConfig, directory: Path) -> JarvisConfig:
     vault = directory / "vault"
     shutil.copytree(published.vaults["sample"].path, vault, symlinks=True)
     config = write_config(directory / "project", {"sample": vault})
-    shutil.copytree(published.data_dir, config.data_dir, symlinks=True,
-                    ignore=shutil.ignore_patterns(".read-copies"))  # other processes' copies
+    copy_data(published.data_dir, config.data_dir)
     return config
+
+
+def copy_data(data_dir: Path, target: Path) -> None:
+    """A data directory copied without what other processes (the other test workers) may be
+    writing meanwhile: the readers' vector copies and the access log of their queries."""
+    shutil.copytree(data_dir, target, symlinks=True,
+                    ignore=shutil.ignore_patterns(".read-copies", f"{AUDIT_FILE}*"))
 
 
 def run(config, source: str, instance: dg.DagsterInstance,

