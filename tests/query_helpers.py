@@ -8,12 +8,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from jarvis_core.config import JarvisConfig
+from jarvis_core.config import CACHE_ENV, EmbeddingSettings, JarvisConfig
 from jarvis_core.stores import serving
-from jarvis_core.text.query_model import place_query_model
+from jarvis_core.text.query_model import place_query_model, prepare_query_model
 from tests.pipeline_helpers import PROJECT_ROOT, copy_data, write_config
 
 HEAVY_MODULES = ("torch", "transformers", "sentence_transformers", "dagster")
@@ -22,12 +21,13 @@ MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 @functools.cache
 def exported_encoder() -> Path:
-    """all-MiniLM-L6-v2 exported for the light query path, once per machine and library
-    versions (the export is reused while its key matches; a first export takes ~20 s)."""
-    from jarvis_core.text.export import export_query_model
-
-    return export_query_model(MODEL, Path(tempfile.gettempdir()) / "jarvis-test-query-model"
-                              ).directory
+    """all-MiniLM-L6-v2 exported for the light query path where the pipeline exports it: in
+    the session's model cache ($JARVIS_CACHE_DIR), so it is made once per test run (or
+    reused from the project's cache, while its key matches)."""
+    exported, why_not = prepare_query_model(EmbeddingSettings(model=MODEL),
+                                            Path(os.environ[CACHE_ENV]))
+    assert exported is not None, why_not
+    return exported
 
 
 def publish_encoder(data_dir: Path) -> serving.PublishedVersion:

@@ -4,16 +4,19 @@ a note, embedded with the text the vectors are made from (``Chunk.embed_text``).
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from jarvis_core.config import CACHE_ENV
 from jarvis_core.text.chunking import chunk_document
 from jarvis_core.text.embedder import OPENVINO, TORCH_FP32, Embedder
 from jarvis_core.text.export import export_query_model
 from jarvis_core.text.query_encoder import QueryEncoder
 from jarvis_core.text.tokens import resolve_model_dir, token_counter
+from tests.query_helpers import exported_encoder
 
 pytestmark = pytest.mark.slow
 
@@ -25,10 +28,9 @@ SCIFACT_CORPUS = (Path(__file__).resolve().parents[3] / "shared" / "eval" / "sci
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("query-model") / "all-minilm"
-    export_query_model(MODEL, directory)
-    return directory
+def exported() -> Path:
+    """The export the pipeline publishes (the session's model cache holds it)."""
+    return exported_encoder()
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +54,6 @@ def query_vectors(exported, chunks) -> np.ndarray:
     return QueryEncoder.load(exported, threads=2).encode(chunks)
 
 
-@pytest.fixture(scope="module")
-def openvino_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("embedder-cache")
-
-
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sum(a * b, axis=1)  # both sides are unit length
 
@@ -77,11 +74,11 @@ def test_token_ids_are_those_sentence_transformers_feeds_the_model(exported, chu
 # OpenVINO (float32) is the fast ingest backend: all 1,000 chunks; torch float32, three times
 # slower on 2 cores, confirms on the first 200.
 @pytest.mark.parametrize(("backend", "count"), [(OPENVINO, CHUNKS), (TORCH_FP32, 200)])
-def test_query_vectors_are_the_ingest_embedders(backend, count, chunks, query_vectors,
-                                                openvino_cache):
+def test_query_vectors_are_the_ingest_embedders(backend, count, chunks, query_vectors):
     """all-MiniLM-L6-v2 has no prompts, so a chunk's stored vector is also what the embedder
     gives for the same text as a query; both are checked."""
-    embedder = Embedder(MODEL, backend=backend, cache_dir=openvino_cache)
+    embedder = Embedder(MODEL, backend=backend,  # OpenVINO: the session's converted model
+                        cache_dir=Path(os.environ[CACHE_ENV]))
     assert embedder.backend == backend
     stored = cosines(query_vectors[:count], embedder.embed(chunks[:count]))
     as_queries = cosines(query_vectors[:20], np.stack([embedder.embed_query(text)
@@ -92,6 +89,7 @@ def test_query_vectors_are_the_ingest_embedders(backend, count, chunks, query_ve
 
 
 def test_export_is_deterministic(exported, tmp_path):
+    """A fresh export has the files of the one the pipeline made (in another process)."""
     again = export_query_model(MODEL, tmp_path / "again")
     assert not again.reused
     first, second = (json.loads((d / "manifest.json").read_text())
