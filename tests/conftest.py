@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from jarvis_core.config import CACHE_ENV, JarvisConfig
+from jarvis_core.config import CACHE_ENV, JarvisConfig, load_config
 from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, write_config
 
 # What `jarvis refresh` on the sample (README command 1) converted and exported.
@@ -72,7 +72,6 @@ def published_sample(tmp_path_factory) -> JarvisConfig:
     """The sample vault refreshed and published once per test run, shared by the workers,
     for tests that only query it (tests that edit a vault or refresh copy it first:
     ``private_copy``). The first worker to need it publishes it; the others wait for it."""
-    from jarvis_core.config import load_config
     from jarvis_pipeline.refresh import run_refresh
 
     root = _shared_root(tmp_path_factory) / "published-sample"

@@ -51,13 +51,15 @@ def test_search_finds_the_note_that_means_the_query(kb):
                                                            similarity_threshold=0.5))
 
 
-def test_arguments_are_checked(kb):
+@pytest.mark.parametrize("search", ["search_semantic", "search_vault"])
+def test_arguments_are_checked(kb, search):
+    """Semantic and keyword search take the same arguments and refuse them alike."""
     for kwargs, message in [({"query": " "}, "query parameter is required"),
                             ({"query": "x", "limit": 0}, "limit must be between 1 and 50"),
                             ({"query": "x", "limit": 51}, "limit must be between 1 and 50"),
                             ({"query": "x", "vault": "nope"}, "Unknown vault 'nope'")]:
         with pytest.raises(QueryError, match=message):
-            kb.search_semantic(**kwargs)
+            getattr(kb, search)(**kwargs)
 
 
 def test_vectors_follow_chunks_incrementally(edited):

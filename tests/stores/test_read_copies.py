@@ -1,6 +1,7 @@
 """Readers' kept copies of a published Edge shard: reused when free, copied when busy or
 damaged, freed when their process dies, removed with their version."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -30,42 +31,32 @@ def published(tmp_path) -> Path:
 
 def test_a_free_kept_copy_is_opened_without_copying(published, tmp_path):
     root = tmp_path / "copies"
-    first = open_read_copy(root, "v1", published)
-    assert first.store.count() == 3
-    kept = first.slot / EDGE_SIDECAR  # copied with the shard; Edge never rewrites it
-    inode = kept.stat().st_ino
-    first.close()
-    second = open_read_copy(root, "v1", published)
-    try:
+    with open_read_copy(root, "v1", published) as first:
+        assert first.store.count() == 3
+        kept = first.slot / EDGE_SIDECAR  # copied with the shard; Edge never rewrites it
+        inode = kept.stat().st_ino
+    with open_read_copy(root, "v1", published) as second:
         assert second.slot == first.slot
         assert kept.stat().st_ino == inode  # the same file: nothing was copied again
         assert second.store.count() == 3
-    finally:
-        second.close()
 
 
 def test_readers_at_once_each_get_their_own_slot(published, tmp_path):
     root = tmp_path / "copies"
-    readers = [open_read_copy(root, "v1", published) for _ in range(3)]
-    try:
+    with contextlib.ExitStack() as stack:
+        readers = [stack.enter_context(open_read_copy(root, "v1", published))
+                   for _ in range(3)]
         assert len({reader.slot for reader in readers}) == 3
         assert [reader.store.count() for reader in readers] == [3, 3, 3]
-    finally:
-        for reader in readers:
-            reader.close()
 
 
 def test_a_damaged_kept_copy_is_copied_again(published, tmp_path):
     root = tmp_path / "copies"
-    reader = open_read_copy(root, "v1", published)
-    slot = reader.slot
-    reader.close()
+    with open_read_copy(root, "v1", published) as reader:
+        slot = reader.slot
     (slot / "edge_config.json").unlink()
-    again = open_read_copy(root, "v1", published)
-    try:
+    with open_read_copy(root, "v1", published) as again:
         assert again.slot == slot and again.store.count() == 3
-    finally:
-        again.close()
 
 
 def test_a_dead_readers_slot_is_free_again(published, tmp_path):
@@ -82,28 +73,21 @@ def test_a_dead_readers_slot_is_free_again(published, tmp_path):
         env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
     try:
         held = Path(holder.stdout.readline().strip())
-        while_held = open_read_copy(root, "v1", published)
-        assert while_held.slot != held
-        while_held.close()
+        with open_read_copy(root, "v1", published) as while_held:
+            assert while_held.slot != held
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    after = open_read_copy(root, "v1", published)
-    try:
+    with open_read_copy(root, "v1", published) as after:
         assert after.slot == held and after.store.count() == 3
-    finally:
-        after.close()
 
 
 def test_copies_of_unpublished_versions_go_unless_held(published, tmp_path):
     root = tmp_path / "copies"
     open_read_copy(root, "v0", published).close()
-    held = open_read_copy(root, "v-held", published)
     open_read_copy(root, "v1", published).close()
-    try:
+    with open_read_copy(root, "v-held", published):
         remove_unpublished(root, ["v1"])
         assert sorted(path.name for path in root.iterdir()) == ["v-held", "v1"]
-    finally:
-        held.close()
     remove_unpublished(root, ["v1"])
     assert [path.name for path in root.iterdir()] == ["v1"]

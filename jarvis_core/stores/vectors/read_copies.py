@@ -26,7 +26,8 @@ log = logging.getLogger("jarvis.vectors")
 
 
 class ReadCopy:
-    """An open copy of a published shard; ``close`` closes the store and frees its slot."""
+    """An open copy of a published shard; ``close`` (or leaving a ``with`` block) closes the
+    store and frees its slot."""
 
     def __init__(self, store: EdgeVectorStore, lock: int, slot: Path) -> None:
         self.store = store
@@ -41,6 +42,12 @@ class ReadCopy:
         finally:
             os.close(self._lock)  # closing the descriptor drops the flock
             self._lock = -1
+
+    def __enter__(self) -> ReadCopy:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
 
 def open_read_copy(root: Path, version: str, published: Path) -> ReadCopy:
@@ -100,8 +107,9 @@ def _open_slot(slot: Path, published: Path) -> EdgeVectorStore:
         try:
             return EdgeVectorStore.open_kept_copy(published, slot)
         except Exception as exc:  # qdrant_edge raises a bare Exception for a damaged shard
+            reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
             log.warning("read copy %s could not be opened (%s): copying the shard again",
-                        slot, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
+                        slot, reason)
     ready.unlink(missing_ok=True)
     shutil.rmtree(slot, ignore_errors=True)
     store = EdgeVectorStore.open_read_copy(published, slot)
