@@ -13,6 +13,7 @@ from jarvis_core.audit import AUDIT_FILE
 from jarvis_core.config import JarvisConfig, load_config
 from jarvis_core.stores.connections import read_only
 from jarvis_definitions import build_definitions
+from jarvis_resources.tables import tables_held_open
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_VAULT = PROJECT_ROOT / "sample_data" / "vault"
@@ -48,12 +49,14 @@ def copy_data(data_dir: Path, target: Path) -> None:
 
 def run(config, source: str, instance: dg.DagsterInstance,
         raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
-    """The refresh job for one source partition, as `jarvis refresh` runs it."""
+    """The refresh job for one source partition, as `jarvis refresh` runs it (the tables
+    file held open meanwhile, so the steps' connections are cheap)."""
     if source not in instance.get_dynamic_partitions(source_partitions.name):
         instance.add_dynamic_partitions(source_partitions.name, [source])
     job = build_definitions(config).resolve_job_def(refresh_sources_job.name)
-    return job.execute_in_process(partition_key=source, instance=instance,
-                                  raise_on_error=raise_on_error)
+    with tables_held_open(config.duckdb_path):
+        return job.execute_in_process(partition_key=source, instance=instance,
+                                      raise_on_error=raise_on_error)
 
 
 def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:

@@ -104,9 +104,10 @@ def publish_partially(config: JarvisConfig, embedded: tuple[str, ...] = ()) -> N
     from jarvis_definitions import build_definitions
     from jarvis_pipeline.instance import project_instance
     from jarvis_pipeline.refresh import register_sources, run_source_job
+    from jarvis_resources.tables import tables_held_open
 
     definitions = build_definitions(config)
-    with project_instance(config) as instance:
+    with project_instance(config) as instance, tables_held_open(config.duckdb_path):
         register_sources(instance, config.source_names)
         for source in config.source_names:
             entry = run_source_job(config, definitions, instance, "index_sources", source)

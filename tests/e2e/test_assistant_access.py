@@ -307,10 +307,10 @@ def test_oversized_bodies_get_413_and_floods_429(http_server):
     big = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * 70_000}}
     with httpx2.Client(headers=authorization) as http:  # one connection: a quick flood
         assert http.post(url, json=big).status_code == 413
-        statuses = [http.post(url, json={}).status_code for _ in range(400)]
-        assert 429 in statuses
-        limited = http.post(url, json={})
-    assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+        answers = [http.post(url, json={}) for _ in range(400)]
+    # The bucket refills while the flood runs (20 a second), so look at the first refusal.
+    limited = next((answer for answer in answers if answer.status_code == 429), None)
+    assert limited is not None and int(limited.headers["retry-after"]) >= 1
 
 
 def test_http_latency(published, http_server):
