@@ -3,61 +3,86 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
+import json
 from pathlib import Path
 
 from jarvis_core.analytics.history import AnalyticsSnapshot
 
+# Part of every chart's key: bump it when the drawing changes, so kept pictures are redrawn.
+CHART_STYLE = 1
+TREND_SIZES = ("notes", "links")
+TREND_PROBLEMS = ("orphans", "dead_ends", "broken_links", "stale_notes")
 
-def render_charts(snapshot: AnalyticsSnapshot, trend: list[dict]) -> dict[str, bytes]:
-    """PNG charts: community sizes, degree distribution and, with two or more snapshots,
-    the trend of the main counts. matplotlib is imported here (Agg, no display)."""
+
+def chart_data(snapshot: AnalyticsSnapshot, trend: list[dict]) -> dict[str, dict]:
+    """What each chart shows, by chart name: community sizes, degree distribution and, with
+    two or more snapshots, the trend of the main counts."""
+    data = {
+        "community_sizes": {"source": snapshot.source, "bars": [
+            [f"{c['id']}: {c['label'][:16]}", c["size"]]
+            for c in snapshot.figures["communities"][:20]]},
+        "degree_distribution": {"source": snapshot.source, "counts": [
+            [int(degree), count]
+            for degree, count in snapshot.figures["degree_distribution"].items()]},
+    }
+    if len(trend) >= 2:
+        data["trend"] = {"source": snapshot.source, "points": [
+            {"generated_at": point["generated_at"],
+             **{name: point[name] for name in TREND_SIZES + TREND_PROBLEMS}}
+            for point in trend]}
+    return data
+
+
+def render_chart(name: str, data: dict) -> bytes:
+    """One chart of ``chart_data`` as PNG bytes. matplotlib is imported here (Agg, no
+    display)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    charts = {}
-
-    def save(name: str, figure) -> None:
-        buffer = io.BytesIO()
-        figure.tight_layout()
-        figure.savefig(buffer, format="png", dpi=80)
-        plt.close(figure)
-        charts[name] = buffer.getvalue()
-
-    communities = snapshot.figures["communities"][:20]
-    figure, axes = plt.subplots(figsize=(7, 3.5))
-    axes.bar([f"{c['id']}: {c['label'][:16]}" for c in communities],
-             [c["size"] for c in communities], color="#4c72b0")
-    axes.set(title=f"{snapshot.source}: community sizes (Leiden)", ylabel="notes")
-    axes.tick_params(axis="x", labelrotation=30, labelsize="small")
-    save("community_sizes", figure)
-
-    distribution = snapshot.figures["degree_distribution"]
-    figure, axes = plt.subplots(figsize=(7, 3.5))
-    degrees, counts = [int(d) for d in distribution], list(distribution.values())
-    if max(degrees, default=0) > 50:   # a long tail of hubs: log-log shows its shape
-        axes.loglog([d + 1 for d in degrees], counts, "o", color="#55a868", markersize=4)
-        axes.set(xlabel="distinct linked notes + 1 (log)", ylabel="notes (log)")
-    else:
-        axes.bar(degrees, counts, color="#55a868")
-        axes.set(xlabel="distinct linked notes", ylabel="notes")
-    axes.set_title(f"{snapshot.source}: degree distribution")
-    save("degree_distribution", figure)
-
-    if len(trend) >= 2:   # sizes and problems apart: they differ by orders of magnitude
+    if name == "trend":   # sizes and problems apart: they differ by orders of magnitude
         figure, panels = plt.subplots(1, 2, figsize=(9, 3.5), sharex=True)
-        times = [point["generated_at"] for point in trend]
-        for axes, names in zip(panels, (("notes", "links"), (
-                "orphans", "dead_ends", "broken_links", "stale_notes"))):
-            for name in names:
-                axes.plot(times, [point[name] for point in trend], marker="o", label=name)
+        points = data["points"]
+        times = [point["generated_at"] for point in points]
+        for axes, names in zip(panels, (TREND_SIZES, TREND_PROBLEMS)):
+            for series in names:
+                axes.plot(times, [point[series] for point in points], marker="o",
+                          label=series)
             axes.legend(fontsize="small")
-        figure.suptitle(f"{snapshot.source}: trend over {len(trend)} snapshots")
+        figure.suptitle(f"{data['source']}: trend over {len(points)} snapshots")
         figure.autofmt_xdate()
-        save("trend", figure)
-    return charts
+    else:
+        figure, axes = plt.subplots(figsize=(7, 3.5))
+        if name == "community_sizes":
+            axes.bar([label for label, _ in data["bars"]], [size for _, size in data["bars"]],
+                     color="#4c72b0")
+            axes.set(title=f"{data['source']}: community sizes (Leiden)", ylabel="notes")
+            axes.tick_params(axis="x", labelrotation=30, labelsize="small")
+        else:
+            degrees = [degree for degree, _ in data["counts"]]
+            counts = [count for _, count in data["counts"]]
+            if max(degrees, default=0) > 50:   # a long tail of hubs: log-log shows its shape
+                axes.loglog([d + 1 for d in degrees], counts, "o", color="#55a868",
+                            markersize=4)
+                axes.set(xlabel="distinct linked notes + 1 (log)", ylabel="notes (log)")
+            else:
+                axes.bar(degrees, counts, color="#55a868")
+                axes.set(xlabel="distinct linked notes", ylabel="notes")
+            axes.set_title(f"{data['source']}: degree distribution")
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png", dpi=80, metadata={"Comment": _signature(data)})
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def render_charts(snapshot: AnalyticsSnapshot, trend: list[dict]) -> dict[str, bytes]:
+    """Every chart of the snapshot as PNG bytes, by name."""
+    return {name: render_chart(name, data)
+            for name, data in chart_data(snapshot, trend).items()}
 
 
 def png_markdown(title: str, png: bytes) -> str:
@@ -65,15 +90,29 @@ def png_markdown(title: str, png: bytes) -> str:
     return f"![{title}](data:image/png;base64,{base64.b64encode(png).decode()})"
 
 
+def _signature(data: dict) -> str:
+    """A chart's signature, kept in its PNG (a tEXt comment, stored verbatim)."""
+    text = json.dumps([CHART_STYLE, data], sort_keys=True, default=str)
+    return f"jarvis-chart {hashlib.sha256(text.encode()).hexdigest()}"
+
+
 def draw_charts(snapshot: AnalyticsSnapshot, trend: list[dict], directory: Path
                 ) -> tuple[dict[str, bytes], str | None]:
-    """Render the charts and write them to ``directory`` as ``<name>.png``; (charts, why none
-    were drawn). A chart that cannot be drawn costs only the picture, never the snapshot."""
+    """The charts, written to ``directory`` as ``<name>.png``; (charts, why none were
+    drawn). A chart whose PNG there was drawn from the same data (its signature) is read
+    back, not drawn again: an unchanged graph's refresh skips matplotlib's 0.1 s a chart.
+    A chart that cannot be drawn costs only the picture, never the snapshot."""
+    charts = {}
     try:
-        charts = render_charts(snapshot, trend)
         directory.mkdir(parents=True, exist_ok=True)
-        for name, png in charts.items():
-            (directory / f"{name}.png").write_bytes(png)
+        for name, data in chart_data(snapshot, trend).items():
+            path = directory / f"{name}.png"
+            kept = path.read_bytes() if path.is_file() else b""
+            if _signature(data).encode() in kept:
+                charts[name] = kept
+            else:
+                charts[name] = render_chart(name, data)
+                path.write_bytes(charts[name])
     except (OSError, ValueError, RuntimeError) as exc:
         return {}, f"{type(exc).__name__}: {exc}"
     return charts, None
