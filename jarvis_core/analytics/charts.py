@@ -35,46 +35,60 @@ def chart_data(snapshot: AnalyticsSnapshot, trend: list[dict]) -> dict[str, dict
     return data
 
 
-def render_chart(name: str, data: dict) -> bytes:
-    """One chart of ``chart_data`` as PNG bytes. matplotlib is imported here (Agg, no
-    display)."""
+def _community_sizes(plt, data: dict):
+    figure, axes = plt.subplots(figsize=(7, 3.5))
+    axes.bar([label for label, _ in data["bars"]], [size for _, size in data["bars"]],
+             color="#4c72b0")
+    axes.set(title=f"{data['source']}: community sizes (Leiden)", ylabel="notes")
+    axes.tick_params(axis="x", labelrotation=30, labelsize="small")
+    return figure
+
+
+def _degree_distribution(plt, data: dict):
+    figure, axes = plt.subplots(figsize=(7, 3.5))
+    degrees = [degree for degree, _ in data["counts"]]
+    counts = [count for _, count in data["counts"]]
+    if max(degrees, default=0) > 50:   # a long tail of hubs: log-log shows its shape
+        axes.loglog([d + 1 for d in degrees], counts, "o", color="#55a868", markersize=4)
+        axes.set(xlabel="distinct linked notes + 1 (log)", ylabel="notes (log)")
+    else:
+        axes.bar(degrees, counts, color="#55a868")
+        axes.set(xlabel="distinct linked notes", ylabel="notes")
+    axes.set_title(f"{data['source']}: degree distribution")
+    return figure
+
+
+def _trend(plt, data: dict):
+    """Sizes and problems apart: they differ by orders of magnitude."""
+    figure, panels = plt.subplots(1, 2, figsize=(9, 3.5), sharex=True)
+    points = data["points"]
+    times = [point["generated_at"] for point in points]
+    for axes, names in zip(panels, (TREND_SIZES, TREND_PROBLEMS)):
+        for series in names:
+            axes.plot(times, [point[series] for point in points], marker="o", label=series)
+        axes.legend(fontsize="small")
+    figure.suptitle(f"{data['source']}: trend over {len(points)} snapshots")
+    figure.autofmt_xdate()
+    return figure
+
+
+_DRAWINGS = {"community_sizes": _community_sizes,
+             "degree_distribution": _degree_distribution, "trend": _trend}
+
+
+def render_chart(name: str, data: dict, signature: str | None = None) -> bytes:
+    """One chart of ``chart_data`` as PNG bytes carrying its ``signature`` (computed when
+    not given). matplotlib is imported here (Agg, no display)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    if name == "trend":   # sizes and problems apart: they differ by orders of magnitude
-        figure, panels = plt.subplots(1, 2, figsize=(9, 3.5), sharex=True)
-        points = data["points"]
-        times = [point["generated_at"] for point in points]
-        for axes, names in zip(panels, (TREND_SIZES, TREND_PROBLEMS)):
-            for series in names:
-                axes.plot(times, [point[series] for point in points], marker="o",
-                          label=series)
-            axes.legend(fontsize="small")
-        figure.suptitle(f"{data['source']}: trend over {len(points)} snapshots")
-        figure.autofmt_xdate()
-    else:
-        figure, axes = plt.subplots(figsize=(7, 3.5))
-        if name == "community_sizes":
-            axes.bar([label for label, _ in data["bars"]], [size for _, size in data["bars"]],
-                     color="#4c72b0")
-            axes.set(title=f"{data['source']}: community sizes (Leiden)", ylabel="notes")
-            axes.tick_params(axis="x", labelrotation=30, labelsize="small")
-        else:
-            degrees = [degree for degree, _ in data["counts"]]
-            counts = [count for _, count in data["counts"]]
-            if max(degrees, default=0) > 50:   # a long tail of hubs: log-log shows its shape
-                axes.loglog([d + 1 for d in degrees], counts, "o", color="#55a868",
-                            markersize=4)
-                axes.set(xlabel="distinct linked notes + 1 (log)", ylabel="notes (log)")
-            else:
-                axes.bar(degrees, counts, color="#55a868")
-                axes.set(xlabel="distinct linked notes", ylabel="notes")
-            axes.set_title(f"{data['source']}: degree distribution")
+    figure = _DRAWINGS[name](plt, data)
     buffer = io.BytesIO()
     figure.tight_layout()
-    figure.savefig(buffer, format="png", dpi=80, metadata={"Comment": _signature(data)})
+    figure.savefig(buffer, format="png", dpi=80,
+                   metadata={"Comment": signature or _signature(data)})
     plt.close(figure)
     return buffer.getvalue()
 
@@ -106,12 +120,12 @@ def draw_charts(snapshot: AnalyticsSnapshot, trend: list[dict], directory: Path
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for name, data in chart_data(snapshot, trend).items():
-            path = directory / f"{name}.png"
+            path, signature = directory / f"{name}.png", _signature(data)
             kept = path.read_bytes() if path.is_file() else b""
-            if _signature(data).encode() in kept:
+            if signature.encode() in kept:
                 charts[name] = kept
             else:
-                charts[name] = render_chart(name, data)
+                charts[name] = render_chart(name, data, signature)
                 path.write_bytes(charts[name])
     except (OSError, ValueError, RuntimeError) as exc:
         return {}, f"{type(exc).__name__}: {exc}"
