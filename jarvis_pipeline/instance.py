@@ -24,12 +24,25 @@ def dagster_home(config: JarvisConfig) -> Path:
     return home
 
 
+_STORAGE_KEYS = ("storage", "run_storage", "event_log_storage", "schedule_storage")
+
+
 def project_instance(config: JarvisConfig):
     """The persistent instance of the data directory (dagster is imported here, not by the
-    commands that do not run the pipeline)."""
+    commands that do not run the pipeline). Where its settings leave storage at Dagster's
+    SQLite default, the same files are written through storages that keep their engines
+    (``jarvis_pipeline.instance_storage``)."""
     import dagster as dg
+    import yaml
+    from dagster._core.instance.ref import InstanceRef
 
-    return dg.DagsterInstance.from_config(str(dagster_home(config)))
+    from jarvis_pipeline.instance_storage import storage_overrides
+
+    home = dagster_home(config)
+    settings = yaml.safe_load((home / "dagster.yaml").read_text()) or {}
+    overrides = ({} if any(key in settings for key in _STORAGE_KEYS)
+                 else storage_overrides(home))
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=overrides))
 
 
 PROCESS_TAG = "jarvis/process"  # host:pid of the `jarvis refresh` that ran the run in-process

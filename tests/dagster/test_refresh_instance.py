@@ -2,12 +2,20 @@
 daemon` use, so a daemon started after a refresh sees every source as known and current."""
 
 import dagster as dg
+import yaml
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
 from jarvis_assets.partitions import source_partitions
-from jarvis_pipeline.instance import dagster_home
+from jarvis_pipeline.instance import dagster_home, project_instance
+from jarvis_pipeline.instance_storage import (
+    KeptEngineEventLogStorage,
+    KeptEngineRunStorage,
+    KeptEngineScheduleStorage,
+)
 from sensors.source_partitions import source_partitions_sensor
 from sensors.vault_changes import vault_changes_sensor
 from tests.dagster.sensor_helpers import tick
+from tests.pipeline_helpers import write_config
 
 
 def test_a_daemon_after_a_refresh_runs_nothing_again(published_sample):
@@ -19,3 +27,36 @@ def test_a_daemon_after_a_refresh_runs_nothing_again(published_sample):
         assert instance.get_dynamic_partitions(source_partitions.name) == ["sample"]
         for sensor in (source_partitions_sensor, vault_changes_sensor):  # no cursor yet
             assert not tick(sensor, published_sample, instance, None).run_requests
+        [latest] = instance.fetch_materializations(dg.AssetKey("raw_notes"), limit=1).records
+        assert latest.partition_key == "sample"  # asset events written through kept engines
+
+
+def test_the_project_instance_keeps_its_engines_on_dagsters_sqlite_files(tmp_path):
+    config = write_config(tmp_path / "project", {})
+    with project_instance(config) as instance:
+        storages = (instance.run_storage, instance.event_log_storage,
+                    instance.schedule_storage)
+        assert [type(storage) for storage in storages] == [
+            KeptEngineRunStorage, KeptEngineEventLogStorage, KeptEngineScheduleStorage]
+        home = config.data_dir / "dagster"
+        assert (home / "history" / "runs.db").is_file()
+        assert (home / "schedules" / "schedules.db").is_file()
+        events = instance.event_log_storage
+        with events.run_connection("one"):
+            pass
+        engine = events._engines["one"]
+        for run_id in ("one", *(f"run-{n}" for n in range(20)), "one"):
+            with events.run_connection(run_id):
+                pass
+        assert len(events._engines) == 8 and events._engines["one"] is not engine
+
+
+def test_a_home_whose_settings_name_a_storage_keeps_it(tmp_path):
+    config = write_config(tmp_path / "project", {})
+    home = dagster_home(config)
+    settings = yaml.safe_load((home / "dagster.yaml").read_text())
+    settings["storage"] = {"sqlite": {"base_dir": str(tmp_path / "elsewhere")}}
+    (home / "dagster.yaml").write_text(yaml.safe_dump(settings))
+    with project_instance(config) as instance:
+        assert type(instance.event_log_storage) is SqliteEventLogStorage
+    assert (tmp_path / "elsewhere" / "history" / "runs.db").is_file()
