@@ -4,28 +4,29 @@ An ``Embedder`` loads the model once and returns float32, L2-normalised vectors.
 only changes speed, never meaning: every backend keeps a mean cosine of at least 0.999 to
 float32 torch (``jarvis bench embed`` measures it), and ``auto`` takes the fastest one that
 runs here. torch, sentence-transformers and OpenVINO are imported only when a model is
-loaded, so importing this module (the query side, the CLI) stays cheap.
+loaded, so importing this module (the query side, the CLI) stays cheap; with OpenVINO, torch
+and sentence-transformers only by the process that converts the model
+(jarvis_core/text/openvino_backend.py).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import os
-import re
-import shutil
-import sys
-import tempfile
-import warnings
-from collections.abc import Callable, Sequence
-from importlib.metadata import version as package_version
+from collections.abc import Sequence
 from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
 
 from jarvis_core.config import DEFAULT_MODEL
+from jarvis_core.text.openvino_backend import (
+    BatchEncoder,
+    Settings,
+    converted_encoder,
+    sentence_model_encoder,
+)
 from jarvis_core.text.tokens import model_max_tokens, resolve_model_dir
 
 logger = logging.getLogger(__name__)
@@ -45,8 +46,6 @@ NATIVE_BF16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 QUERY_PROMPT_NAMES = ("query",)
 DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
 
-# Embeds a batch of texts, each prefixed with the prompt, into raw float32 vectors.
-BatchEncoder = Callable[[list[str], str], np.ndarray]
 
 
 class EmbeddingModelError(RuntimeError):
@@ -127,18 +126,31 @@ class Embedder:
         self.model = model
         self.batch_size = batch_size
         model_dir = resolve_model_dir(model)
+        cache = Path(cache_dir) if cache_dir else default_cache_dir()
+        if backend in (AUTO, OPENVINO) and OPENVINO in available_backends(device):
+            converted = _converted(model, model_dir, cache)
+            if converted is not None:
+                self._take(OPENVINO, *converted)
+                return
         sentence_model = _load_sentence_model(model, model_dir, device)
         dimension = sentence_model.get_embedding_dimension()
         if not dimension:
             raise EmbeddingModelError(f"embedding model {model!r} reports no embedding dimension")
-        self.dimension: int = dimension
-        self.max_tokens: int = sentence_model.max_seq_length or model_max_tokens(model_dir)
-        self._query_prompt = _first_prompt(sentence_model.prompts, QUERY_PROMPT_NAMES)
-        self._document_prompt = _first_prompt(sentence_model.prompts, DOCUMENT_PROMPT_NAMES)
-        self.backend, self._encode_batch = _open_backend(
-            model, backend, device, sentence_model, model_dir,
-            Path(cache_dir) if cache_dir else default_cache_dir(),
-        )
+        settings = Settings(
+            dimension=dimension,
+            max_seq_length=sentence_model.max_seq_length or model_max_tokens(model_dir),
+            query_prompt=_first_prompt(sentence_model.prompts, QUERY_PROMPT_NAMES),
+            document_prompt=_first_prompt(sentence_model.prompts, DOCUMENT_PROMPT_NAMES))
+        self._take(*_open_backend(model, backend, device, sentence_model, model_dir, cache,
+                                  settings if sentence_model.max_seq_length else None),
+                   settings)
+
+    def _take(self, backend: str, encode: BatchEncoder, settings: Settings) -> None:
+        self.backend, self._encode_batch = backend, encode
+        self.dimension: int = settings.dimension
+        self.max_tokens: int = settings.max_seq_length
+        self._query_prompt = settings.query_prompt
+        self._document_prompt = settings.document_prompt
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed chunks: shape (len(texts), dimension), rows in input order, unit length."""
@@ -159,6 +171,18 @@ class Embedder:
             embeddings[batch] = self._encode_batch([texts[index] for index in batch], prompt)
         norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
         return embeddings / np.maximum(norms, np.finfo(np.float32).tiny)
+
+
+def _converted(model: str, model_dir: Path, cache_dir: Path
+               ) -> tuple[BatchEncoder, Settings] | None:
+    """The OpenVINO model an earlier process converted and left its tokenizer beside, ready
+    without loading torch; None when there is none or it fails to compile."""
+    try:
+        return converted_encoder(model_dir, cache_dir)
+    except Exception as exc:  # compiling inside OpenVINO: load the model as usual instead
+        logger.warning("embedding model %r: the converted OpenVINO model could not be used, "
+                       "loading the model: %s", model, exc)
+        return None
 
 
 def _first_prompt(prompts: dict[str, str], names: Sequence[str]) -> str:
@@ -188,27 +212,30 @@ def _load_sentence_model(model: str, model_dir: Path, device: str):
 
 
 def _open_backend(
-    model: str, backend: str, device: str, sentence_model, model_dir: Path, cache_dir: Path
+    model: str, backend: str, device: str, sentence_model, model_dir: Path, cache_dir: Path,
+    settings: Settings | None,
 ) -> tuple[str, BatchEncoder]:
     """Prepare ``backend``; for ``auto``, fall back to the next one when a faster one fails."""
     *faster, last = available_backends(device) if backend == AUTO else [backend]
     for candidate in faster:
         try:
-            return candidate, _encoder(candidate, sentence_model, model_dir, cache_dir)
+            return candidate, _encoder(candidate, sentence_model, model_dir, cache_dir,
+                                       settings)
         except Exception as exc:  # conversion or compilation inside a third-party library
             logger.warning("embedding model %r: backend %r failed, trying the next one: %s",
                            model, candidate, exc)
     try:
-        return last, _encoder(last, sentence_model, model_dir, cache_dir)
+        return last, _encoder(last, sentence_model, model_dir, cache_dir, settings)
     except Exception as exc:
         raise EmbeddingModelError(
             f"embedding model {model!r}: backend {last!r} failed: {exc}"
         ) from exc
 
 
-def _encoder(backend: str, sentence_model, model_dir: Path, cache_dir: Path) -> BatchEncoder:
+def _encoder(backend: str, sentence_model, model_dir: Path, cache_dir: Path,
+             settings: Settings | None) -> BatchEncoder:
     if backend == OPENVINO:
-        return _openvino_encoder(sentence_model, model_dir, cache_dir)
+        return sentence_model_encoder(sentence_model, model_dir, cache_dir, settings)
     return _torch_encoder(sentence_model, bf16=backend == TORCH_BF16)
 
 
@@ -226,97 +253,3 @@ def _torch_encoder(sentence_model, *, bf16: bool) -> BatchEncoder:
         return embeddings.float().cpu().numpy()
 
     return encode
-
-
-def _openvino_encoder(sentence_model, model_dir: Path, cache_dir: Path) -> BatchEncoder:
-    openvino = _import_openvino()
-    compiled = openvino.Core().compile_model(
-        _openvino_model_file(sentence_model, model_dir, cache_dir), "CPU",
-        # f32 even where OpenVINO would default to bf16: the same vectors on every CPU.
-        {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"},
-    )
-    input_names = [port.get_any_name() for port in compiled.inputs]
-    request = compiled.create_infer_request()
-
-    def encode(texts: list[str], prompt: str) -> np.ndarray:
-        # Tokenised by sentence-transformers itself: same truncation and prompts as torch.
-        features = sentence_model.preprocess(texts, prompt=prompt)
-        return request.infer({name: features[name].numpy() for name in input_names})[0]
-
-    return encode
-
-
-def _import_openvino():
-    """OpenVINO's model converter sends usage telemetry unless the user opted out; Jarvis
-    promises that nothing leaves the machine, so the telemetry module is made unimportable,
-    which OpenVINO handles by using its built-in stub."""
-    sys.modules.setdefault("openvino_telemetry", None)
-    import openvino
-
-    return openvino
-
-
-def _openvino_model_file(sentence_model, model_dir: Path, cache_dir: Path) -> Path:
-    """The model as OpenVINO IR, converted from the local weights on first use and kept in
-    the cache; a new model version or library version gets a new directory."""
-    target = cache_dir / "openvino" / _conversion_key(model_dir)
-    model_file = target / "model.xml"
-    if model_file.is_file():
-        return model_file
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".converting-", dir=target.parent))
-    try:
-        _import_openvino().save_model(
-            _convert_to_openvino(sentence_model), staging / "model.xml", compress_to_fp16=False
-        )
-        try:
-            os.replace(staging, target)  # atomic, so readers never see a half-written model
-        except OSError:
-            if not model_file.is_file():  # else a concurrent conversion got there first
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return model_file
-
-
-def _conversion_key(model_dir: Path) -> str:
-    digest = hashlib.sha256(str(model_dir).encode())
-    for package in ("openvino", "torch", "transformers", "sentence-transformers"):
-        digest.update(f"\0{package_version(package)}".encode())
-    for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
-        stat = path.stat()
-        digest.update(f"\0{path.relative_to(model_dir)}\0{stat.st_size}\0{stat.st_mtime_ns}"
-                      .encode())
-    readable_name = re.sub(r"[^A-Za-z0-9_.-]+", "-", model_dir.name)
-    return f"{readable_name}-{digest.hexdigest()[:16]}"
-
-
-def _convert_to_openvino(sentence_model):
-    """Trace the whole sentence-transformers pipeline (transformer, pooling, dense and
-    normalisation modules) so that the IR returns the sentence embedding directly."""
-    import torch
-
-    openvino = _import_openvino()
-    example = sentence_model.preprocess(["A first example sentence.", "And a second, longer one."])
-    tensor_names = [name for name, value in example.items() if isinstance(value, torch.Tensor)]
-    other_features = {name: value for name, value in example.items() if name not in tensor_names}
-
-    class SentenceEmbedding(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.sentence_model = sentence_model
-
-        def forward(self, *tensors):
-            features = {**other_features, **dict(zip(tensor_names, tensors, strict=True))}
-            return self.sentence_model(features)["sentence_embedding"]
-
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the tracer's notes on Python branches it froze
-        converted = openvino.convert_model(
-            SentenceEmbedding().eval(),
-            example_input=tuple(example[name] for name in tensor_names),
-            input=[[-1, -1]] * len(tensor_names),  # any batch size and sequence length
-        )
-    for port, name in zip(converted.inputs, tensor_names, strict=True):
-        port.get_tensor().set_names({name})  # fed by feature name at inference
-    return converted

@@ -36,9 +36,16 @@ from jarvis_core.text.query_encoder import (
     MANIFEST_NAME,
     MODEL_FILE,
     OUTPUT_NAME,
-    TOKENIZER_FIELDS,
     TOKENIZER_FILE,
     QueryEncoder,
+)
+from jarvis_core.text.runtime_tokenizer import (
+    EXAMPLE_TEXTS,
+    TokenizerUnsupported,
+    check_tokenizable,
+    differing_feature,
+    probe_batches,
+    runtime_tokenizer,
 )
 from jarvis_core.text.tokens import resolve_model_dir
 
@@ -55,9 +62,6 @@ EXPORT_PACKAGES = ("torch", "transformers", "sentence-transformers", "onnx", "on
                    "onnxruntime", "tokenizers")
 TORCHSCRIPT = "torchscript"
 DYNAMO = "dynamo"
-# The traced example must pad one row: a trace of an unpadded batch may leave the mask out.
-EXAMPLE_TEXTS = ("A first example.",
-                 "And a second, much longer example sentence, so that the batch is padded.")
 
 
 class ExportError(RuntimeError):
@@ -182,12 +186,15 @@ def _export(model: str, model_dir: Path, key: str, target: Path) -> dict:
     sentence_model = _load_sentence_model(model, model_dir)
     query_prompt = next((sentence_model.prompts[name] for name in QUERY_PROMPT_NAMES
                          if name in sentence_model.prompts), "")
-    _check_supported(model, sentence_model, query_prompt)
     max_seq_length = sentence_model.max_seq_length
     dimension = sentence_model.get_embedding_dimension()
     if not max_seq_length or not dimension:
         raise ExportError(f"model {model!r} reports no max_seq_length or no embedding dimension")
-    tokenizer = _runtime_tokenizer(model, sentence_model, max_seq_length)
+    try:
+        check_tokenizable(sentence_model, [query_prompt])
+        tokenizer = runtime_tokenizer(sentence_model, max_seq_length)
+    except TokenizerUnsupported as exc:
+        raise ExportError(f"model {model!r} {exc}") from exc
     tokenizer.save(str(target / TOKENIZER_FILE), pretty=False)
 
     problems = []
@@ -221,41 +228,6 @@ def _load_sentence_model(model: str, model_dir: Path):
         return SentenceTransformer(str(model_dir), device="cpu", local_files_only=True).eval()
     except Exception as exc:  # any failure inside the library means the same to the user
         raise ExportError(f"model {model!r} could not be loaded from {model_dir}: {exc}") from exc
-
-
-def _check_supported(model: str, sentence_model, query_prompt: str) -> None:
-    """Refuse, with the reason, what a graph fed with token ids alone cannot reproduce."""
-    if "message" in getattr(sentence_model[0], "modality_config", {}):
-        raise ExportError(f"model {model!r} renders text through a chat template")
-    if query_prompt and any(getattr(module, "include_prompt", True) is False
-                            for module in sentence_model):
-        raise ExportError(f"model {model!r} leaves its query prompt out of the pooling")
-    features = sentence_model.preprocess(list(EXAMPLE_TEXTS))
-    unknown = sorted(name for name, value in features.items()
-                     if hasattr(value, "shape") and name not in TOKENIZER_FIELDS)
-    if unknown:
-        raise ExportError(f"model {model!r} reads features a tokenizer alone does not give: "
-                          f"{', '.join(unknown)}")
-
-
-def _runtime_tokenizer(model: str, sentence_model, max_seq_length: int):
-    """The model's fast tokenizer, cutting and padding as sentence-transformers makes it."""
-    from tokenizers import Tokenizer
-
-    hf_tokenizer = sentence_model.tokenizer
-    backend = getattr(hf_tokenizer, "backend_tokenizer", None)
-    if backend is None:
-        raise ExportError(f"model {model!r} has no fast (tokenizers) tokenizer")
-    if hf_tokenizer.pad_token_id is None:
-        raise ExportError(f"model {model!r}: its tokenizer has no padding token")
-    tokenizer = Tokenizer.from_str(backend.to_str())
-    tokenizer.enable_truncation(max_seq_length, strategy="longest_first",
-                                direction=hf_tokenizer.truncation_side)
-    tokenizer.enable_padding(direction=hf_tokenizer.padding_side,
-                             pad_id=hf_tokenizer.pad_token_id,
-                             pad_type_id=hf_tokenizer.pad_token_type_id,
-                             pad_token=hf_tokenizer.pad_token)
-    return tokenizer
 
 
 def _export_graph(method: str, sentence_model, target: Path) -> None:
@@ -352,35 +324,17 @@ def _write_manifest(target: Path, model: str, key: str, method: str, dimension: 
     (target / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
-def _probe_texts(max_seq_length: int) -> list[str]:
-    """Texts that exercise the tokenizer and the graph: the shortest input, punctuation,
-    accents, scripts beyond Latin, odd whitespace and a text longer than the model reads."""
-    too_long = " ".join(f"word{index} and more" for index in range(max_seq_length))
-    return [
-        "",
-        "Lunch?",
-        "How does the ingest pipeline retry failed uploads after a timeout?",
-        "Café naïve façade — ÉCOLE Straße; emoji 🚀, CJK 日本語の文章, Cyrillic текст.",
-        "  leading\tand trailing whitespace\nacross lines  ",
-        too_long,
-    ]
-
-
 def _check_against_model(model: str, sentence_model, query_prompt: str, target: Path) -> float:
     """Load the export as queries will and compare it with the model itself: token features
     identical, and every vector within MIN_COSINE, one text at a time and batched."""
     import torch
 
     encoder = QueryEncoder.load(target)
-    probes = _probe_texts(encoder.max_seq_length)
-    batches = [[probe] for probe in probes] + [probes]
-    for batch in batches:
-        expected = sentence_model.preprocess(batch, prompt=query_prompt)
-        actual = encoder.tokenize(batch)
-        for name, values in actual.items():
-            if not np.array_equal(values, expected[name].numpy()):
-                raise ExportError(f"the tokenizers library gives other {name} than the model "
-                                  f"for {batch[0][:40]!r}")
+    problem = differing_feature(encoder.tokenize, sentence_model, query_prompt,
+                                encoder.max_seq_length)
+    if problem:
+        raise ExportError(problem)
+    batches = probe_batches(encoder.max_seq_length)
     min_cosine = 1.0
     with torch.no_grad():
         for batch in batches:

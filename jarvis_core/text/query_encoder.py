@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tokenizers import Tokenizer
 
+from jarvis_core.text.runtime_tokenizer import TOKENIZER_FIELDS, token_features
+
 if TYPE_CHECKING:
     import onnxruntime
 
@@ -28,9 +30,6 @@ MANIFEST_NAME = "manifest.json"
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 OUTPUT_NAME = "sentence_embedding"
-# Each model input the graph may take, and the field of a tokenizers Encoding that fills it.
-TOKENIZER_FIELDS = {"input_ids": "ids", "attention_mask": "attention_mask",
-                    "token_type_ids": "type_ids"}
 # One thread is the fastest for a query on 2 shared cores (measured: a 20-token query
 # 7 ms on one thread, 8-12 ms on two; busy-waiting threads doubled that under load).
 DEFAULT_THREADS = 1
@@ -93,10 +92,8 @@ class QueryEncoder:
     def tokenize(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """The graph's inputs for ``texts`` (query prompt prepended, cut and padded)."""
         with self._tokenizer_lock:
-            encodings = self._tokenizer.encode_batch([self.query_prompt + text for text in texts])
-        return {name: np.array([getattr(encoding, TOKENIZER_FIELDS[name])
-                                for encoding in encodings], dtype=np.int64)
-                for name in self._inputs}
+            return token_features(self._tokenizer, [self.query_prompt + text for text in texts],
+                                  self._inputs)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Queries to vectors: shape (len(texts), dimension), rows in input order, unit length."""

@@ -18,7 +18,13 @@ from jarvis_core.text.embedder import (
     available_backends,
     backend_problem,
 )
-from jarvis_core.text.tokens import ModelNotFoundError, token_counter
+from jarvis_core.text.openvino_backend import (
+    SETTINGS_FILE,
+    TOKENIZER_FILE,
+    conversion_key,
+    converted_encoder,
+)
+from jarvis_core.text.tokens import ModelNotFoundError, resolve_model_dir, token_counter
 
 MODEL = "all-MiniLM-L6-v2"
 TEXTS = [
@@ -113,6 +119,41 @@ def test_openvino_converts_once_and_stays_within_the_cosine_bar(fp32, cache_dir)
     assert cosines(first.embed(TEXTS), fp32.embed(TEXTS)).min() >= 0.999
     assert cosines(first.embed_query(TEXTS[2]), fp32.embed_query(TEXTS[2])) >= 0.999
     np.testing.assert_allclose(second.embed(TEXTS), first.embed(TEXTS), atol=1e-6)
+
+
+@pytest.mark.skipif(bool(backend_problem(OPENVINO)),
+                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+def test_after_the_conversion_a_process_embeds_without_torch(fp32, cache_dir):
+    """The converting process leaves the tokenizer beside the model; the next process loads
+    neither torch nor sentence-transformers and gives the same vectors."""
+    converted = Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)
+    code = ("import json, sys; from jarvis_core.text.embedder import Embedder; "
+            f"e = Embedder({MODEL!r}, cache_dir={str(cache_dir)!r}); "
+            f"texts = json.loads(sys.argv[1]); "
+            "print(json.dumps({'backend': e.backend, 'settings': [e.dimension, e.max_tokens], "
+            "'vectors': e.embed(texts).tolist(), 'query': e.embed_query(texts[2]).tolist(), "
+            "'heavy': [m for m in ('torch', 'transformers', 'sentence_transformers') "
+            "if m in sys.modules]}))")
+    result = subprocess.run([sys.executable, "-c", code, json.dumps(TEXTS)],
+                            capture_output=True, text=True, check=True)
+    light = json.loads(result.stdout)
+    assert light["heavy"] == [] and light["backend"] == OPENVINO
+    assert light["settings"] == [converted.dimension, converted.max_tokens] == [384, 256]
+    np.testing.assert_allclose(light["vectors"], converted.embed(TEXTS), atol=1e-6)
+    np.testing.assert_allclose(light["query"], converted.embed_query(TEXTS[2]), atol=1e-6)
+
+
+@pytest.mark.parametrize("damage", ["settings", "tokenizer"])
+def test_a_damaged_saved_tokenizer_means_loading_the_model(tmp_path, damage):
+    model_dir = resolve_model_dir(MODEL)
+    target = tmp_path / "openvino" / conversion_key(model_dir)
+    target.mkdir(parents=True)
+    (target / SETTINGS_FILE).write_text(json.dumps({
+        "format": 1, "dimension": 384, "max_seq_length": 256, "query_prompt": "",
+        "document_prompt": ""}) if damage == "tokenizer" else "{not json")
+    (target / TOKENIZER_FILE).write_text("{}")
+    (target / "model.xml").write_text("<net/>")
+    assert converted_encoder(model_dir, tmp_path) is None
 
 
 def test_auto_picks_the_fastest_available_backend(fp32, cache_dir):
