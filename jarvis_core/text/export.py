@@ -92,15 +92,15 @@ def export_query_model(model: str | Path, dest: Path) -> ExportResult:
     started = time.perf_counter()
     name = str(model)
     model_dir = resolve_model_dir(name)
-    key = export_key(name, model_dir)
     dest = Path(dest)
+    key, signature = _current_key(dest, name, model_dir)
     manifest = _manifest_if_current(dest, key)
     if manifest is None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.exporting-", dir=dest.parent))
         staging.chmod(0o755)  # mkdtemp's 0700 would hide the published copy from other users
         try:
-            manifest = _export(name, model_dir, key, staging)
+            manifest = _export(name, model_dir, key, signature, staging)
             _replace_directory(staging, dest, key)
         except ExportError:
             raise
@@ -114,6 +114,8 @@ def export_query_model(model: str | Path, dest: Path) -> ExportResult:
                     name, manifest["exporter"]["method"], dest, time.perf_counter() - started)
     else:
         reused = True
+        if manifest.get("source_signature") != signature:  # an export of an older Jarvis
+            _record_signature(dest, manifest, signature)
     return ExportResult(
         directory=dest, model=name, key=key, dimension=manifest["dimension"],
         max_seq_length=manifest["max_seq_length"], exporter=manifest["exporter"]["method"],
@@ -125,15 +127,45 @@ def export_query_model(model: str | Path, dest: Path) -> ExportResult:
 def export_key(model: str, model_dir: Path) -> str:
     """Names the export of ``model`` as it is on disk: the content of every file of the
     model (hidden ones, such as download metadata, aside) and the exporting libraries."""
+    digest = _versions_digest(model)
+    for relative, path in _model_files(model_dir):
+        digest.update(f"\0{relative}\0{_file_sha256(path)}".encode())
+    readable_name = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(model).name)
+    return f"{readable_name}-{digest.hexdigest()[:16]}"
+
+
+def _current_key(dest: Path, model: str, model_dir: Path) -> tuple[str, str]:
+    """``export_key`` and the signature of the files it was computed from (names, sizes and
+    modification times): read back from ``dest``'s manifest while the signature is the
+    same, as hashing the weights (90 MB for all-MiniLM-L6-v2) costs 0.2 s per publish."""
+    digest = _versions_digest(model)
+    for relative, path in _model_files(model_dir):
+        stat = path.stat()
+        digest.update(f"\0{relative}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    signature = digest.hexdigest()
+    try:
+        manifest = json.loads((dest / MANIFEST_NAME).read_text())
+    except (OSError, ValueError):
+        manifest = None
+    if (isinstance(manifest, dict) and manifest.get("source_signature") == signature
+            and isinstance(manifest.get("key"), str)):
+        return manifest["key"], signature
+    return export_key(model, model_dir), signature
+
+
+def _versions_digest(model: str):
     digest = hashlib.sha256(f"jarvis-query-model-{FORMAT_VERSION}\0{model}".encode())
     for package in EXPORT_PACKAGES:
         digest.update(f"\0{package}={_installed_version(package)}".encode())
-    for path in sorted(model_dir.rglob("*")):
-        relative = path.relative_to(model_dir)
-        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
-            digest.update(f"\0{relative.as_posix()}\0{_file_sha256(path)}".encode())
-    readable_name = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(model).name)
-    return f"{readable_name}-{digest.hexdigest()[:16]}"
+    return digest
+
+
+def _model_files(model_dir: Path) -> list[tuple[str, Path]]:
+    """The model's files by relative path, hidden ones (download metadata) aside."""
+    return [(path.relative_to(model_dir).as_posix(), path)
+            for path in sorted(model_dir.rglob("*"))
+            if path.is_file() and not any(part.startswith(".")
+                                          for part in path.relative_to(model_dir).parts)]
 
 
 def _installed_version(package: str) -> str:
@@ -166,6 +198,19 @@ def _manifest_if_current(dest: Path, key: str) -> dict | None:
     return manifest
 
 
+def _record_signature(dest: Path, manifest: dict, signature: str) -> None:
+    """Note the files' signature in the manifest, so the next publish need not hash them.
+    A new file, not a rewrite: published versions hard-link the old one."""
+    staged = dest / f".{MANIFEST_NAME}.{os.getpid()}"
+    try:
+        staged.write_text(json.dumps(manifest | {"source_signature": signature}, indent=2,
+                                     sort_keys=True) + "\n")
+        os.replace(staged, dest / MANIFEST_NAME)
+    except OSError as exc:  # a read-only cache: hashed again next time
+        logger.debug("could not note the model files' signature in %s: %s", dest, exc)
+        staged.unlink(missing_ok=True)
+
+
 def _replace_directory(staging: Path, dest: Path, key: str) -> None:
     """Put the finished export in place of whatever ``dest`` held."""
     if dest.exists():
@@ -182,7 +227,7 @@ def _replace_directory(staging: Path, dest: Path, key: str) -> None:
             raise
 
 
-def _export(model: str, model_dir: Path, key: str, target: Path) -> dict:
+def _export(model: str, model_dir: Path, key: str, signature: str, target: Path) -> dict:
     sentence_model = _load_sentence_model(model, model_dir)
     query_prompt = next((sentence_model.prompts[name] for name in QUERY_PROMPT_NAMES
                          if name in sentence_model.prompts), "")
@@ -201,7 +246,8 @@ def _export(model: str, model_dir: Path, key: str, target: Path) -> dict:
     for method in (TORCHSCRIPT, DYNAMO):
         try:
             _export_graph(method, sentence_model, target)
-            _write_manifest(target, model, key, method, dimension, max_seq_length, query_prompt)
+            _write_manifest(target, model, (key, signature), method, dimension, max_seq_length,
+                            query_prompt)
             min_cosine = _check_against_model(model, sentence_model, query_prompt, target)
         except ExportError as exc:
             problems.append(f"{method} exporter: {exc}")
@@ -303,7 +349,7 @@ def _quiet_logger(name: str):
         library_logger.setLevel(level)
 
 
-def _write_manifest(target: Path, model: str, key: str, method: str, dimension: int,
+def _write_manifest(target: Path, model: str, keys: tuple[str, str], method: str, dimension: int,
                     max_seq_length: int, query_prompt: str) -> None:
     files = {
         path.name: {"bytes": path.stat().st_size, "sha256": _file_sha256(path)}
@@ -312,7 +358,8 @@ def _write_manifest(target: Path, model: str, key: str, method: str, dimension: 
     manifest = {
         "format": FORMAT_VERSION,
         "model": model,
-        "key": key,
+        "key": keys[0],
+        "source_signature": keys[1],
         "dimension": dimension,
         "max_seq_length": max_seq_length,
         "query_prompt": query_prompt,

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from jarvis_core.text import export
 from jarvis_core.text.export import ExportError, export_key, export_query_model
 from jarvis_core.text.query_encoder import QueryEncoder, QueryEncoderError
 from jarvis_core.text.tokens import resolve_model_dir
@@ -82,6 +83,24 @@ def test_an_unchanged_model_is_not_exported_again(exported):
     result = export_query_model(MODEL, exported)
     assert result.reused and (result.dimension, result.directory) == (384, exported)
     assert {p.name: p.stat().st_mtime_ns for p in exported.iterdir()} == before
+
+
+def test_an_unchanged_model_is_recognised_without_hashing_its_weights(exported, monkeypatch):
+    monkeypatch.setattr(export, "_file_sha256", lambda path: pytest.fail(f"{path} was hashed"))
+    assert export_query_model(MODEL, exported).reused
+
+
+def test_an_export_of_an_older_jarvis_is_recognised_by_content_and_signed(exported, tmp_path):
+    older = tmp_path / "older"
+    shutil.copytree(exported, older)
+    manifest = json.loads((older / "manifest.json").read_text())
+    signature = manifest.pop("source_signature")
+    (older / "manifest.json").write_text(json.dumps(manifest))
+    published = tmp_path / "published-manifest.json"
+    published.hardlink_to(older / "manifest.json")  # as a serving version links it
+    assert export_query_model(MODEL, older).reused
+    assert json.loads((older / "manifest.json").read_text())["source_signature"] == signature
+    assert "source_signature" not in json.loads(published.read_text())
 
 
 def test_export_key_follows_the_content_of_the_model_files(tmp_path):
