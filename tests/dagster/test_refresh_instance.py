@@ -29,6 +29,9 @@ def test_a_daemon_after_a_refresh_runs_nothing_again(published_sample):
             assert not tick(sensor, published_sample, instance, None).run_requests
         [latest] = instance.fetch_materializations(dg.AssetKey("raw_notes"), limit=1).records
         assert latest.partition_key == "sample"  # asset events written through kept engines
+        steps = {event.step_key for event in instance.all_logs(latest.run_id)
+                 if event.dagster_event_type == dg.DagsterEventType.STEP_SUCCESS}
+        assert "raw_notes" in steps  # and the run's own file, begun as a copy, reads back
 
 
 def test_the_project_instance_keeps_its_engines_on_dagsters_sqlite_files(tmp_path):
