@@ -24,6 +24,7 @@ from jarvis_core.text.embedder import (
     backend_problem,
     cpu_has_native_bf16,
 )
+from jarvis_core.text.embedding_cache import CachedEmbedder, model_identity
 from jarvis_core.text.tokens import token_counter
 
 REFERENCE_BACKEND = TORCH_FP32
@@ -71,6 +72,23 @@ def synthetic_chunks(model: str, n_chunks: int, seed: int = SEED) -> list[str]:
                            f"{MIN_CHUNK_TOKENS}-{MAX_CHUNK_TOKENS}")
     return chunks
 
+
+
+def seed_vectors(embedder: Embedder, model: str, count: int,
+                 cache_dir: Path | None) -> np.ndarray:
+    """The vectors of ``count`` synthetic chunks, the centres the search benchmarks draw
+    their corpus vectors around. The chunks are the same on every run, so they go through
+    the embedding cache: only a first run embeds them (what is timed is search, not this)."""
+    texts = synthetic_chunks(model, count)
+    if cache_dir is None:
+        return embedder.embed(texts)
+    cache = CachedEmbedder(
+        cache_dir / "embeddings" / f"{model_identity(model, embedder.backend)}.sqlite",
+        lambda: embedder)
+    try:
+        return cache.embed(texts)
+    finally:
+        cache.close()
 
 def sentence(rng: random.Random) -> str:
     words = [rng.choice(_FUNCTION_WORDS if rng.random() < 0.4 else _CONTENT_WORDS)

@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from jarvis_bench.embed import synthetic_chunks
+from jarvis_bench.embed import seed_vectors, synthetic_chunks
 from jarvis_core.config import JarvisConfig
 from jarvis_core.stores import serving, tables
 from jarvis_core.stores.vectors.base import VectorPoint, collection_name
@@ -87,7 +87,7 @@ def run_search_benchmark(model: str, sizes: tuple[int, ...] = (10_000, 100_000),
     rng = np.random.default_rng(seed)
     embedder = Embedder(model, cache_dir=cache_dir)
     texts = synthetic_chunks(model, SEED_CHUNKS)
-    seeds = embedder.embed(texts)
+    seeds = seed_vectors(embedder, model, SEED_CHUNKS, cache_dir)
     queries = [" ".join(text.split()[:12]) for text in synthetic_chunks(model, QUERIES, seed=99)]
     results = {"model": model, "backend": embedder.backend, "queries": QUERIES, "sizes": {}}
     for size in sizes:
