@@ -11,18 +11,19 @@ import pytest
 from jarvis_core.config import CACHE_ENV, JarvisConfig, load_config
 from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, write_config
 
-# What `jarvis refresh` on the sample (README command 1) converted and exported.
+# What `jarvis refresh` on the sample (README command 1) converted, exported and embedded.
 PROJECT_MODEL_CACHE = PROJECT_ROOT / ".jarvis" / "cache"
-MODEL_CACHE_PARTS = ("openvino", "query-model")
+MODEL_CACHE_PARTS = ("openvino", "query-model", "embeddings")
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _shared_model_cache(tmp_path_factory):
-    """One cache of converted and exported models for the whole session (and its
-    subprocesses): models are converted once, not once per test's data directory. It starts
-    as a copy of the project's own cache when there is one (entries are keyed by the model's
-    files and the converters' versions, so a stale one is never used); tests never write
-    to the project's."""
+    """One cache of converted and exported models and of vectors already computed for the
+    whole session (and its subprocesses): models are converted once, not once per test's
+    data directory. It starts as a copy of the project's own cache when there is one
+    (entries are keyed by the model's files and the converters' versions, vectors by text
+    and model, so a stale one is never used); tests never write to the project's. Tests
+    of embedding itself turn the vector cache off (``embedding.cache: false``)."""
     cache = _shared_root(tmp_path_factory) / "model-cache"  # exports are atomic
     cache.mkdir(exist_ok=True)
     for part in MODEL_CACHE_PARTS:

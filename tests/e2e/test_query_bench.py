@@ -14,10 +14,10 @@ from tests.pipeline_helpers import write_config
 def test_bench_query_times_every_tool(tmp_path, sample_vault):
     config = write_config(tmp_path / "project", {"sample": sample_vault})
     result = CliRunner().invoke(cli, ["--config", str(config.config_path), "bench", "query",
-                                      "--chunks", "2000", "--json"])
+                                      "--chunks", "1000", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["chunks"] == 2000 and data["notes"] == 400
+    assert data["chunks"] == 1000 and data["notes"] == 200
     assert set(data["tools"]) == {"keyword", "keyword_names", "semantic", "hybrid",
                                   "graph_depth_2", "graphrag"}
     for figures in data["tools"].values():
