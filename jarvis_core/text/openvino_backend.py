@@ -134,12 +134,19 @@ def _save_tokenizer(sentence_model, target: Path, settings: Settings, inputs: li
         logger.info("OpenVINO model in %s: the model %s, so every process loads it to "
                     "tokenize", target, exc)
         return
-    staged = target / f".{SETTINGS_FILE}.{os.getpid()}"
-    tokenizer.save(str(target / f".{TOKENIZER_FILE}.{os.getpid()}"), pretty=False)
-    staged.write_text(json.dumps({"format": SETTINGS_FORMAT, **settings.__dict__}))
-    # The tokenizer first: readers take the settings file as the sign that both are whole.
-    os.replace(target / f".{TOKENIZER_FILE}.{os.getpid()}", target / TOKENIZER_FILE)
-    os.replace(staged, target / SETTINGS_FILE)
+    staged = {name: target / f".{name}.{os.getpid()}" for name in (TOKENIZER_FILE, SETTINGS_FILE)}
+    try:
+        tokenizer.save(str(staged[TOKENIZER_FILE]), pretty=False)
+        staged[SETTINGS_FILE].write_text(
+            json.dumps({"format": SETTINGS_FORMAT, **settings.__dict__}))
+        # The tokenizer first: readers take the settings file as the sign both are whole.
+        for name in (TOKENIZER_FILE, SETTINGS_FILE):
+            os.replace(staged[name], target / name)
+    except OSError as exc:  # a read-only cache: later processes load the model, as before
+        logger.info("OpenVINO model in %s: its tokenizer could not be saved: %s", target, exc)
+    finally:
+        for path in staged.values():
+            path.unlink(missing_ok=True)
 
 
 def import_openvino():

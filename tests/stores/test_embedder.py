@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from jarvis_bench.embed import run_embed_benchmark, synthetic_chunks
+from jarvis_core.text import openvino_backend
 from jarvis_core.text.embedder import (
     AUTO,
     OPENVINO,
@@ -141,6 +142,22 @@ def test_after_the_conversion_a_process_embeds_without_torch(fp32, cache_dir):
     assert light["settings"] == [converted.dimension, converted.max_tokens] == [384, 256]
     np.testing.assert_allclose(light["vectors"], converted.embed(TEXTS), atol=1e-6)
     np.testing.assert_allclose(light["query"], converted.embed_query(TEXTS[2]), atol=1e-6)
+
+
+@pytest.mark.skipif(bool(backend_problem(OPENVINO)),
+                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+def test_a_cache_the_tokenizer_cannot_be_saved_in_still_embeds(fp32, cache_dir, monkeypatch):
+    Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)  # converted, tokenizer saved
+    [settings] = cache_dir.rglob(SETTINGS_FILE)
+    settings.unlink()
+
+    def refuse(*_):
+        raise PermissionError("read-only cache")
+
+    monkeypatch.setattr(openvino_backend.os, "replace", refuse)
+    embedder = Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)
+    assert not settings.exists() and not list(settings.parent.glob(".*"))
+    assert cosines(embedder.embed(TEXTS), fp32.embed(TEXTS)).min() >= 0.999
 
 
 @pytest.mark.parametrize("damage", ["settings", "tokenizer"])
