@@ -51,10 +51,12 @@ class _Watchdog:
             self._changed.notify()
 
     def disarm(self) -> bool:
-        """Stop watching; whether the interrupt was sent."""
+        """Stop watching; whether the budget ran out: the interrupt was sent, or the deadline
+        passed before this thread could send it (a long native call held the GIL)."""
         with self._changed:
-            self._deadline = None
-            return self._fired
+            deadline, self._deadline = self._deadline, None
+            return self._fired or (deadline is not None
+                                   and time.clock_gettime(self._clock) >= deadline)
 
     def _watch(self) -> None:
         with self._changed:
@@ -87,9 +89,10 @@ def cpu_time_limit(seconds: float, what: str) -> Iterator[None]:
         yield
         return
 
+    message = f"{what} took over {seconds:g} CPU seconds to parse (ingest.max_item_seconds)"
+
     def expired(signum, frame) -> None:
-        raise ItemTooSlow(f"{what} took over {seconds:g} CPU seconds to parse "
-                          "(ingest.max_item_seconds)")
+        raise ItemTooSlow(message)
 
     if _watchdog is None or _watchdog.pid != os.getpid():  # threads do not survive a fork
         _watchdog = _Watchdog()
@@ -101,6 +104,9 @@ def cpu_time_limit(seconds: float, what: str) -> Iterator[None]:
         try:
             if _watchdog.disarm():
                 time.sleep(0)  # a call: an interrupt sent as the block ended is raised here
+                # Over budget whatever became of the interrupt (not sent in time, or caught
+                # by the code it landed in): the item fails all the same.
+                raise ItemTooSlow(message)
         finally:
             signal.signal(_INTERRUPT, previous)
 

@@ -3,6 +3,7 @@ run is read or reported on its own, a note over the link limit keeps the first l
 huge ticket is cut, and a corrupt commit object is one failure of a repository that still
 ingests."""
 
+import _thread
 import json
 import os
 import threading
@@ -109,6 +110,17 @@ def test_the_cpu_time_limit_fails_the_item_not_the_run():
                 pass
     with cpu_time_limit(0.05, "quick.md"):  # the timer is off again afterwards
         sum(range(10))
+
+
+def test_an_item_over_budget_fails_even_when_the_interrupt_does_not_land(monkeypatch):
+    """The watchdog may be kept from the GIL until the block is over, or the interrupt may
+    land in code that catches it: the item is over budget and fails all the same."""
+    monkeypatch.setattr(_thread, "interrupt_main", lambda signum: None)
+    with pytest.raises(ItemTooSlow, match="late.md took over 0.05 CPU seconds"):
+        with cpu_time_limit(0.05, "late.md"):
+            started = time.thread_time()
+            while time.thread_time() - started < 0.2:
+                pass
 
 
 def test_only_the_parsing_threads_own_cpu_time_counts():
