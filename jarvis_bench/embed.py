@@ -73,22 +73,20 @@ def synthetic_chunks(model: str, n_chunks: int, seed: int = SEED) -> list[str]:
     return chunks
 
 
-
-def seed_vectors(embedder: Embedder, model: str, count: int,
-                 cache_dir: Path | None) -> np.ndarray:
-    """The vectors of ``count`` synthetic chunks, the centres the search benchmarks draw
-    their corpus vectors around. The chunks are the same on every run, so they go through
-    the embedding cache: only a first run embeds them (what is timed is search, not this)."""
-    texts = synthetic_chunks(model, count)
+def seed_vectors(embedder: Embedder, texts: list[str], cache_dir: Path | None) -> np.ndarray:
+    """The vectors of the synthetic chunks the search benchmarks draw their corpus vectors
+    around. They are the same texts on every run, so they go through the embedding cache:
+    only a first run embeds them (what is timed is search, not this)."""
     if cache_dir is None:
         return embedder.embed(texts)
     cache = CachedEmbedder(
-        cache_dir / "embeddings" / f"{model_identity(model, embedder.backend)}.sqlite",
+        cache_dir / "embeddings" / f"{model_identity(embedder.model, embedder.backend)}.sqlite",
         lambda: embedder)
     try:
         return cache.embed(texts)
     finally:
         cache.close()
+
 
 def sentence(rng: random.Random) -> str:
     words = [rng.choice(_FUNCTION_WORDS if rng.random() < 0.4 else _CONTENT_WORDS)

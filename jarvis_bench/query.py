@@ -22,7 +22,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from jarvis_bench.embed import seed_vectors
+from jarvis_bench.embed import seed_vectors, synthetic_chunks
 from jarvis_bench.search import (
     SEED_CHUNKS,
     SOURCE,
@@ -129,7 +129,7 @@ def run_query_benchmark(model: str, chunks: int = 100_000, cache_dir: Path | Non
     notes = chunks // CHUNKS_PER_NOTE
     words = _vocabulary(model)
     embedder = Embedder(model, cache_dir=cache_dir)
-    seeds = seed_vectors(embedder, model, SEED_CHUNKS, cache_dir)
+    seeds = seed_vectors(embedder, synthetic_chunks(model, SEED_CHUNKS), cache_dir)
     graph_nodes, graph_edges = synthetic_graph(notes, seed=seed, source=SOURCE)
     note_keys = [node.key for node in graph_nodes if node.type == "note"]
     rows = _rows(_texts(words, notes * CHUNKS_PER_NOTE, rng), note_keys)

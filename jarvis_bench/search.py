@@ -87,7 +87,7 @@ def run_search_benchmark(model: str, sizes: tuple[int, ...] = (10_000, 100_000),
     rng = np.random.default_rng(seed)
     embedder = Embedder(model, cache_dir=cache_dir)
     texts = synthetic_chunks(model, SEED_CHUNKS)
-    seeds = seed_vectors(embedder, model, SEED_CHUNKS, cache_dir)
+    seeds = seed_vectors(embedder, texts, cache_dir)
     queries = [" ".join(text.split()[:12]) for text in synthetic_chunks(model, QUERIES, seed=99)]
     results = {"model": model, "backend": embedder.backend, "queries": QUERIES, "sizes": {}}
     for size in sizes:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jarvis_core.text.tokens import resolve_model_dir
+from jarvis_core.text.tokens import model_file_stats, resolve_model_dir
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (text_hash BLOB PRIMARY KEY, vector BLOB NOT NULL)"
 _BATCH = 500  # texts per lookup (SQLite's variable limit is far above)
@@ -22,9 +22,7 @@ def model_identity(model: str, backend: str) -> str:
     """Names the vectors a model gives: its name, configured backend and files (size and
     modification time, so a model directory edited in place gets a new cache)."""
     model_dir = resolve_model_dir(model)
-    files = sorted((str(path.relative_to(model_dir)), path.stat().st_size,
-                    path.stat().st_mtime_ns)
-                   for path in model_dir.rglob("*") if path.is_file())
+    files = sorted(model_file_stats(model_dir))
     spec = json.dumps([model, backend, str(model_dir), files])
     return hashlib.sha256(spec.encode()).hexdigest()[:24]
 

@@ -40,14 +40,14 @@ from jarvis_core.text.query_encoder import (
     QueryEncoder,
 )
 from jarvis_core.text.runtime_tokenizer import (
-    EXAMPLE_TEXTS,
     TokenizerUnsupported,
     check_tokenizable,
     differing_feature,
     probe_batches,
     runtime_tokenizer,
 )
-from jarvis_core.text.tokens import resolve_model_dir
+from jarvis_core.text.sentence_pipeline import sentence_pipeline
+from jarvis_core.text.tokens import model_file_stats, resolve_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -139,9 +139,7 @@ def _current_key(dest: Path, model: str, model_dir: Path) -> tuple[str, str]:
     modification times): read back from ``dest``'s manifest while the signature is the
     same, as hashing the weights (90 MB for all-MiniLM-L6-v2) costs 0.2 s per publish."""
     digest = _versions_digest(model)
-    for relative, path in _model_files(model_dir):
-        stat = path.stat()
-        digest.update(f"\0{relative}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    digest.update(json.dumps(model_file_stats(model_dir)).encode())
     signature = digest.hexdigest()
     try:
         manifest = json.loads((dest / MANIFEST_NAME).read_text())
@@ -281,27 +279,14 @@ def _export_graph(method: str, sentence_model, target: Path) -> None:
     sequence length, as MODEL_FILE with its weights in WEIGHTS_FILE."""
     import torch
 
-    example = sentence_model.preprocess(list(EXAMPLE_TEXTS))
-    names = [name for name, value in example.items() if isinstance(value, torch.Tensor)]
-    constants = {name: value for name, value in example.items() if name not in names}
-
-    class SentenceEmbedding(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.sentence_model = sentence_model
-
-        def forward(self, *tensors):
-            features = {**constants, **dict(zip(names, tensors, strict=True))}
-            return self.sentence_model(features)["sentence_embedding"]
-
-    arguments = tuple(example[name] for name in names)
+    module, names, arguments = sentence_pipeline(sentence_model)
     scratch = target / "exporter-output"  # each exporter lays out large weights its own way
     scratch.mkdir()
     with torch.no_grad(), warnings.catch_warnings(), _quiet_logger("torch.onnx"):
         warnings.simplefilter("ignore")  # deprecation and tracer notes on frozen branches
         if method == TORCHSCRIPT:
             torch.onnx.export(
-                SentenceEmbedding().eval(), arguments, str(scratch / MODEL_FILE), dynamo=False,
+                module, arguments, str(scratch / MODEL_FILE), dynamo=False,
                 input_names=names, output_names=[OUTPUT_NAME], opset_version=OPSET,
                 dynamic_axes={**{name: {0: "batch", 1: "sequence"} for name in names},
                               OUTPUT_NAME: {0: "batch"}},
@@ -309,7 +294,7 @@ def _export_graph(method: str, sentence_model, target: Path) -> None:
         else:
             dynamic = {0: torch.export.Dim.DYNAMIC, 1: torch.export.Dim.DYNAMIC}
             torch.onnx.export(
-                SentenceEmbedding().eval(), arguments, str(scratch / MODEL_FILE), dynamo=True,
+                module, arguments, str(scratch / MODEL_FILE), dynamo=True,
                 verbose=False, input_names=names, output_names=[OUTPUT_NAME],
                 opset_version=OPSET, dynamic_shapes={"tensors": tuple(dynamic for _ in names)},
                 external_data=True,

@@ -34,6 +34,8 @@ from jarvis_core.text.runtime_tokenizer import (
     runtime_tokenizer,
     token_features,
 )
+from jarvis_core.text.sentence_pipeline import sentence_pipeline
+from jarvis_core.text.tokens import model_file_stats
 
 logger = logging.getLogger(__name__)
 
@@ -188,40 +190,23 @@ def conversion_key(model_dir: Path) -> str:
     digest = hashlib.sha256(str(model_dir).encode())
     for package in ("openvino", "torch", "transformers", "sentence-transformers"):
         digest.update(f"\0{package_version(package)}".encode())
-    for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
-        stat = path.stat()
-        digest.update(f"\0{path.relative_to(model_dir)}\0{stat.st_size}\0{stat.st_mtime_ns}"
-                      .encode())
+    for relative, size, mtime_ns in model_file_stats(model_dir):
+        digest.update(f"\0{relative}\0{size}\0{mtime_ns}".encode())
     readable_name = re.sub(r"[^A-Za-z0-9_.-]+", "-", model_dir.name)
     return f"{readable_name}-{digest.hexdigest()[:16]}"
 
 
 def _convert(sentence_model):
-    """Trace the whole sentence-transformers pipeline (transformer, pooling, dense and
-    normalisation modules) so that the IR returns the sentence embedding directly."""
+    """The whole sentence pipeline as IR that returns the sentence embedding directly."""
     import torch
 
-    openvino = import_openvino()
-    example = sentence_model.preprocess(["A first example sentence.", "And a second, longer one."])
-    tensor_names = [name for name, value in example.items() if isinstance(value, torch.Tensor)]
-    other_features = {name: value for name, value in example.items() if name not in tensor_names}
-
-    class SentenceEmbedding(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.sentence_model = sentence_model
-
-        def forward(self, *tensors):
-            features = {**other_features, **dict(zip(tensor_names, tensors, strict=True))}
-            return self.sentence_model(features)["sentence_embedding"]
-
+    module, names, example = sentence_pipeline(sentence_model)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tracer's notes on Python branches it froze
-        converted = openvino.convert_model(
-            SentenceEmbedding().eval(),
-            example_input=tuple(example[name] for name in tensor_names),
-            input=[[-1, -1]] * len(tensor_names),  # any batch size and sequence length
+        converted = import_openvino().convert_model(
+            module, example_input=example,
+            input=[[-1, -1]] * len(names),  # any batch size and sequence length
         )
-    for port, name in zip(converted.inputs, tensor_names, strict=True):
+    for port, name in zip(converted.inputs, names, strict=True):
         port.get_tensor().set_names({name})  # fed by feature name at inference
     return converted

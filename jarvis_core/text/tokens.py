@@ -47,6 +47,17 @@ def resolve_model_dir(model: str) -> Path:
         ) from exc
 
 
+def model_file_stats(model_dir: Path) -> list[tuple[str, int, int]]:
+    """(relative path, size, modification time) of every file of a model directory, in path
+    order: what the keys of things made from a model (its OpenVINO conversion, its query
+    export, its vectors) are built from, so that a model edited in place gets new ones."""
+    stats = []
+    for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        stat = path.stat()
+        stats.append((str(path.relative_to(model_dir)), stat.st_size, stat.st_mtime_ns))
+    return stats
+
+
 def model_max_tokens(model_dir: Path) -> int:
     """The longest input the model reads, special tokens included; the rest is ignored."""
     st_config = model_dir / "sentence_bert_config.json"
