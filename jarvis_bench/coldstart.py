@@ -1,6 +1,8 @@
 """``jarvis bench coldstart``: what a person meets first, measured on the published sample
 data: cold-process wall and CPU time of the query commands and of a fresh MCP server's first
-semantic answer, beside ``python -c pass`` and ``python -c "import numpy"``.
+semantic answer, beside ``python -c pass``, ``python -c "import numpy"`` and the MCP SDK's
+own floor: a one-tool ``MCPServer`` answering a constant, timed from spawn to that answer with
+the same client.
 
 Each command runs ``runs`` times as a new process (after one unmeasured round that fills
 the page cache), rounds interleaved so that a change in the machine's load touches every
@@ -37,6 +39,13 @@ QUERY_COMMANDS = ("jarvis_keyword", "jarvis_search", "jarvis_hybrid", "jarvis_gr
                   "jarvis_serve_first_answer")
 COLUMNS = ["command", "wall_s", "cpu_s", "modules", "heavy"]
 SERVE = "jarvis_serve_first_answer"
+SDK_SERVER = "mcp_sdk_first_answer"
+# The reference server: importing the SDK, building a server with one tool and serving stdio,
+# with nothing of Jarvis. Its tool has the name and argument the measured call uses.
+_SDK_SERVER_CODE = ("from mcp.server.mcpserver import MCPServer\n"
+                    "server = MCPServer(name='reference')\n"
+                    "server.tool(name='search-semantic')(lambda query: 'no answer')\n"
+                    "server.run('stdio')\n")
 # Run as `python -c`: the command's own code, then the module list written at exit.
 _DUMP_MODULES = ("import atexit, json, os, sys\n"
                  "atexit.register(lambda: open(os.environ['JARVIS_BENCH_MODULES'], 'w')"
@@ -61,9 +70,11 @@ def _commands(config: JarvisConfig) -> dict[str, list[str]]:
             "jarvis_graph": [*query, "graph", NOTE]}
 
 
-def _serve_command(config: JarvisConfig) -> list[str]:
-    return [str(Path(sys.executable).parent / "jarvis"), "--config", str(config.config_path),
-            "serve"]
+def _servers(config: JarvisConfig) -> dict[str, list[str]]:
+    """name -> the argument list of each measured MCP server."""
+    return {SERVE: [str(Path(sys.executable).parent / "jarvis"), "--config",
+                    str(config.config_path), "serve"],
+            SDK_SERVER: [sys.executable, "-c", _SDK_SERVER_CODE]}
 
 
 def _child_cpu() -> float:
@@ -141,7 +152,8 @@ def _ratios(commands: dict[str, dict]) -> dict[str, float]:
             for name, top, bottom in (
                 ("search_over_keyword", "jarvis_search", "jarvis_keyword"),
                 ("search_over_numpy", "jarvis_search", "python_import_numpy"),
-                ("mcp_first_answer_over_search", SERVE, "jarvis_search"))
+                ("mcp_first_answer_over_search", SERVE, "jarvis_search"),
+                ("mcp_first_answer_over_sdk_server", SERVE, SDK_SERVER))
             for figure in ("wall_s", "cpu_s")}
 
 
@@ -151,27 +163,30 @@ def run_coldstart_benchmark(config: JarvisConfig, runs: int = 5) -> dict:
     version = serving.current_version(config.data_dir)  # NotPublished: nothing to measure
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     commands = _commands(config)
-    serve = _serve_command(config)
-    walls: dict[str, list[float]] = {name: [] for name in [*commands, SERVE]}
+    servers = _servers(config)
+    walls: dict[str, list[float]] = {name: [] for name in [*commands, *servers]}
     cpus: dict[str, list[float]] = {name: [] for name in walls}
-    server_steps: list[dict] = []
+    steps: dict[str, list[dict]] = {name: [] for name in servers}
     for round_number in range(runs + 1):  # round 0 fills the page cache and is not counted
         for name, command in commands.items():
             wall, cpu = _run_process(command, env)
             if round_number:
                 walls[name].append(wall)
                 cpus[name].append(cpu)
-        wall, cpu, steps = _run_server(serve, env)
-        if round_number:
-            walls[SERVE].append(wall)
-            cpus[SERVE].append(cpu)
-            server_steps.append(steps)
+        for name, command in servers.items():
+            wall, cpu, server_steps = _run_server(command, env)
+            if round_number:
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+                steps[name].append(server_steps)
     modules = {name: _modules(lambda e, c=command: _run_process(_wrapped(c), e), env)
                for name, command in commands.items()}
-    modules[SERVE] = _modules(lambda e: _run_server(_wrapped(serve), e), env)
+    modules |= {name: _modules(lambda e, c=command: _run_server(_wrapped(c), e), env)
+                for name, command in servers.items()}
     figures = {name: _summary(walls[name], cpus[name], modules[name]) for name in walls}
-    for step in ("initialize_s", "tools_list_s"):
-        figures[SERVE][step] = round(statistics.median(s[step] for s in server_steps), 3)
+    for name in servers:
+        for step in ("initialize_s", "tools_list_s"):
+            figures[name][step] = round(statistics.median(s[step] for s in steps[name]), 3)
     return {
         "data_dir": str(config.data_dir), "version": version.name,
         "encoder": version.manifest.get("encoder"), "runs": runs,

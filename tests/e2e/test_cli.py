@@ -172,11 +172,14 @@ def test_bench_coldstart_measures_every_command_and_the_light_query_path(light_s
     assert figures["encoder"] == "encoder" and figures["heavy_modules_imported"] == []
     assert set(figures["commands"]) == {
         "python_pass", "python_import_numpy", "jarvis_help", "jarvis_keyword", "jarvis_search",
-        "jarvis_hybrid", "jarvis_graph", "jarvis_serve_first_answer"}
+        "jarvis_hybrid", "jarvis_graph", "jarvis_serve_first_answer", "mcp_sdk_first_answer"}
     serve = figures["commands"]["jarvis_serve_first_answer"]
-    assert {"initialize_s", "tools_list_s"} <= set(serve)
+    sdk_server = figures["commands"]["mcp_sdk_first_answer"]
+    assert {"initialize_s", "tools_list_s"} <= set(serve) & set(sdk_server)
     assert "mcp" in serve["packages"] and "onnxruntime" in serve["packages"]
+    assert "mcp" in sdk_server["packages"] and "jarvis_query" not in sdk_server["packages"]
     assert "mcp" not in figures["commands"]["jarvis_search"]["packages"]
     assert set(figures["ratios"]) == {f"{name}_{figure}" for figure in ("wall", "cpu") for name in
                                       ("search_over_keyword", "search_over_numpy",
-                                       "mcp_first_answer_over_search")}
+                                       "mcp_first_answer_over_search",
+                                       "mcp_first_answer_over_sdk_server")}
