@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from jarvis_core.graph.model import EXPLICIT, Edge, Node
+from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
 
 if TYPE_CHECKING:
     pass

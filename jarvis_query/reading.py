@@ -23,8 +23,8 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from jarvis_core.config import JarvisConfig
-from jarvis_core.graph.keys import note_key
 from jarvis_core.sources.vault_scan import NOTE_SUFFIX, NoteReadError, _excluded, decode_note_bytes
+from jarvis_core.stores.keys import note_key
 from jarvis_core.stores.serving import NotPublished
 from jarvis_query import documents
 from jarvis_query.lookup import NoteNotFound, find_note

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from jarvis_core.config import CACHE_ENV, EmbeddingSettings, JarvisConfig
 from jarvis_core.stores import serving
-from jarvis_core.text.query_model import place_query_model, prepare_query_model
+from jarvis_core.stores.publish import place_query_model
+from jarvis_core.text.query_model import prepare_query_model
 from tests.pipeline_helpers import PROJECT_ROOT, copy_data, write_config
 
 HEAVY_MODULES = ("torch", "transformers", "sentence_transformers", "dagster")

@@ -8,7 +8,7 @@ from jarvis_assets.keyword_index import keyword_index
 from jarvis_assets.metadata import markdown_table
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.stores.tables import read_frame
-from jarvis_core.text.chunking import embedding_text
+from jarvis_core.stores.vectors.base import embedding_text
 from jarvis_core.text.tokens import token_counter
 from jarvis_resources import JarvisConfigResource, KeywordIndexResource, TablesResource
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from jarvis_core.graph.model import EXPLICIT, BrokenLink, Edge, Mention, Node, SourceGraph
+from jarvis_core.graph.model import BrokenLink, Mention, SourceGraph
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import GraphReference, chunks_holding, line_text
+from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
 
 Evidence = tuple[tuple[str, ...], str, int]  # chunk ids, the line as text, 1-based line
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from jarvis_core.graph.model import EXPLICIT, Edge, Node
 from jarvis_core.graph.sync import edge_row
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
@@ -23,6 +22,7 @@ from jarvis_core.sources.references import (
 )
 from jarvis_core.stores import tables
 from jarvis_core.stores.graph.base import GraphStore
+from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
 
 # Reasons listed in unresolved_references ('no_such_file': most path-like words are not paths).
 _LISTED = ("unresolved", "ambiguous", "unknown_project", "no_such_commit", AMBIGUOUS_DOCUMENT)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from jarvis_core.graph.keys import file_key, nfc, note_key
+from jarvis_core.stores.keys import file_key, nfc, note_key
 
 _URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 

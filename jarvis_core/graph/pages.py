@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 
 from jarvis_core.graph.collect import DocumentText, Evidence, GraphCollector
-from jarvis_core.graph.model import Node, SourceGraph
+from jarvis_core.graph.model import SourceGraph
 from jarvis_core.sources.export_rows import identity_of
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
@@ -34,6 +34,7 @@ from jarvis_core.sources.references import (
     document_name,
     find_references,
 )
+from jarvis_core.stores.graph.elements import Node
 
 PAGE_PREFIX = "page:"
 _FENCE = re.compile(r"^\s*(```|~~~)")

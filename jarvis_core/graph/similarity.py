@@ -6,7 +6,7 @@ import hashlib
 
 import numpy as np
 
-from jarvis_core.graph.model import INFERRED, Edge
+from jarvis_core.stores.graph.elements import INFERRED, Edge
 
 
 def similarity_edges(source: str, note_vectors: dict[str, np.ndarray], top_k: int = 5,

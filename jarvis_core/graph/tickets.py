@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from jarvis_core.graph.model import EXPLICIT, Edge, Mention, Node, SourceGraph
+from jarvis_core.graph.model import Mention, SourceGraph
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
     GITHUB,
@@ -27,6 +27,7 @@ from jarvis_core.sources.references import (
 )
 from jarvis_core.sources.tickets.fields import display_name
 from jarvis_core.sources.tickets.github import github_repo_of
+from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
 
 TICKET_PREFIX = "ticket:"
 _PERSON_ROLES = (("assignee", "ASSIGNED_TO", "Assignee"), ("reporter", "REPORTED_BY", "Reporter"))

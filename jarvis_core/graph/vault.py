@@ -19,7 +19,7 @@ from functools import cache
 from urllib.parse import urlsplit
 
 from jarvis_core.graph.links import LinkResolver, canonical_url, relative_link_path
-from jarvis_core.graph.model import EXPLICIT, BrokenLink, Edge, Mention, Node, SourceGraph
+from jarvis_core.graph.model import BrokenLink, Mention, SourceGraph
 from jarvis_core.graph.note_text import NoteText, Occurrence
 from jarvis_core.sources.markdown import new_markdown_parser
 from jarvis_core.sources.references import (
@@ -31,6 +31,7 @@ from jarvis_core.sources.references import (
     GraphReference,
     find_references,
 )
+from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
 
 DEFAULT_RELATION_FIELDS = ("related", "up", "parent", "down", "next", "prev", "source", "author")
 

@@ -19,13 +19,13 @@ import polars as pl
 
 from jarvis_core import progress
 from jarvis_core.config import IngestSettings
-from jarvis_core.graph.keys import note_key
 from jarvis_core.sources.limits import ItemTooSlow, cap_links, cpu_time_limit
 from jarvis_core.sources.notes import parse_note
 from jarvis_core.sources.parsed_note import ParsedNote
 from jarvis_core.sources.plan import ItemCounts, utc_now
 from jarvis_core.sources.vault_scan import NoteReadError, VaultFile, VaultScan, read_note
 from jarvis_core.stores import tables
+from jarvis_core.stores.keys import note_key
 
 PARSER_VERSION = 2
 PROGRESS_EVERY = 200  # notes between progress reports

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
-from jarvis_core.graph.model import Edge, Node
+from jarvis_core.stores.graph.elements import Edge, Node
 from jarvis_core.stores.serving import NotPublished, current_version
 
 if TYPE_CHECKING:

@@ -3,6 +3,7 @@ index, made visible to query processes atomically."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -12,7 +13,6 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from jarvis_core.stores import serving
-from jarvis_core.text.query_model import place_query_model
 
 if TYPE_CHECKING:
     from jarvis_core.stores.graph.sqlite import SqliteGraphStore
@@ -65,3 +65,16 @@ def publish_version(connect: Callable[[], AbstractContextManager[duckdb.DuckDBPy
         serving.abandon_version(staging)
         raise
     return Publication(version, chunk_count, vector_counts)
+
+
+def place_query_model(exported: Path, version_dir: Path) -> str:
+    """Hard-link (or copy, across file systems) the exported model into a version; the
+    manifest's ``encoder`` entry."""
+    target = version_dir / serving.ENCODER_DIR
+    target.mkdir()
+    for file in exported.iterdir():
+        try:
+            (target / file.name).hardlink_to(file)
+        except OSError:
+            shutil.copy2(file, target / file.name)
+    return serving.ENCODER_DIR

@@ -28,6 +28,7 @@ SERVING_TABLES_FILE = "tables.duckdb"
 VECTORS_DIR = "vectors"
 GRAPH_FILE = "graph.sqlite"
 KEYWORD_DIR = "keyword"
+ENCODER_DIR = "encoder"  # the exported query model (jarvis_core/text/query_model.py)
 MANIFEST_FILE = "manifest.json"
 KEEP_VERSIONS = 2
 # Search results are joined to their chunk rows by id, and keyword and GraphRAG results to

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from jarvis_core.sources.markdown import new_markdown_parser
+from jarvis_core.stores.vectors.base import embedding_text
 from jarvis_core.text.tokens import TokenCounter
 
 _LINE_BREAK = re.compile(r"\r\n?|\n")
@@ -51,11 +52,6 @@ class Chunk:
     @property
     def embed_text(self) -> str:
         return embedding_text(self.context, self.text)
-
-
-def embedding_text(context: str, text: str) -> str:
-    """The text to embed: where the chunk sits (title > headings) gives it context."""
-    return f"{context}\n\n{text}" if context else text
 
 
 def context_header(title: str, heading_path: tuple[str, ...]) -> str:

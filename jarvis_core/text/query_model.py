@@ -1,18 +1,17 @@
 """The query model a published version carries: the configured embedding model exported
 once for ONNX Runtime, so query processes encode without torch. When the model cannot be
 exported, or chunks are embedded in bf16 (queries in float32 would land about 1e-4 away),
-versions carry none and queries load the full embedder; the reason is returned to log."""
+versions carry none and queries load the full embedder; the reason is returned to log.
+Publishing places the export in the version (jarvis_core/stores/publish.py)."""
 
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 
 from jarvis_core.config import EmbeddingSettings
 from jarvis_core.text.export import ExportError, export_query_model
 
-ENCODER_DIR = "encoder"
 FLOAT32_BACKENDS = ("auto", "openvino", "torch-fp32")  # auto chooses among float32 only
 
 
@@ -27,16 +26,3 @@ def prepare_query_model(settings: EmbeddingSettings, cache_dir: Path
         return export_query_model(settings.model, cache_dir / "query-model" / slot).directory, None
     except ExportError as exc:
         return None, f"{exc}; queries use the full embedder"
-
-
-def place_query_model(exported: Path, version_dir: Path) -> str:
-    """Hard-link (or copy, across file systems) the exported model into a version; the
-    manifest's ``encoder`` entry."""
-    target = version_dir / ENCODER_DIR
-    target.mkdir()
-    for file in exported.iterdir():
-        try:
-            (target / file.name).hardlink_to(file)
-        except OSError:
-            shutil.copy2(file, target / file.name)
-    return ENCODER_DIR

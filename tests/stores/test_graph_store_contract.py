@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from jarvis_bench.synthetic_graph import bench_neighbourhood, synthetic_graph
-from jarvis_core.graph.model import EXPLICIT, INFERRED, Edge, Node
 from jarvis_core.stores.graph.base import (
     GraphNodeNotFound,
     GraphStore,
@@ -27,6 +26,7 @@ from jarvis_core.stores.graph.base import (
     Subgraph,
 )
 from jarvis_core.stores.graph.cached import CachedGraphStore
+from jarvis_core.stores.graph.elements import EXPLICIT, INFERRED, Edge, Node
 from jarvis_core.stores.graph.neo4j import Neo4jGraphStore, node_label, relationship_type
 from jarvis_core.stores.graph.search import graph_search
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore

@@ -15,7 +15,6 @@ import duckdb
 import pytest
 
 from jarvis_core.analytics.backup import back_up_history, restore_history
-from jarvis_core.graph.keys import note_key
 from jarvis_core.stores import serving, tables
 from jarvis_core.stores.connections import TablesDamaged, read_only
 from jarvis_core.stores.healing import (
@@ -25,6 +24,7 @@ from jarvis_core.stores.healing import (
     open_vector_store,
     sqlite_damage,
 )
+from jarvis_core.stores.keys import note_key
 from jarvis_core.stores.keyword import CHUNKS_DIR, KeywordSearcher
 from jarvis_core.stores.vectors.base import VectorStoreBusy
 from jarvis_core.stores.vectors.edge import EdgeVectorStore

@@ -7,13 +7,8 @@ import time
 
 import pytest
 
-from jarvis_core.text.chunking import (
-    Chunk,
-    chunk_document,
-    chunk_id,
-    context_header,
-    embedding_text,
-)
+from jarvis_core.stores.vectors.base import embedding_text
+from jarvis_core.text.chunking import Chunk, chunk_document, chunk_id, context_header
 from jarvis_core.text.tokens import token_counter
 
 DOC_KEY = "note:sample/Projects/Lumen/Ingest API.md"

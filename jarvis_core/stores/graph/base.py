@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
 
-from jarvis_core.graph.model import Edge, Node
+from jarvis_core.stores.graph.elements import Edge, Node
 
 if TYPE_CHECKING:
     pass

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jarvis_core.graph.model import Edge, Node
+from jarvis_core.stores.graph.elements import Edge, Node
 
 if TYPE_CHECKING:
     pass

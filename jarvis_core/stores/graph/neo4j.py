@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from jarvis_core.graph.model import Edge, Node
+from jarvis_core.stores.graph.elements import Edge, Node
 
 if TYPE_CHECKING:
     import neo4j

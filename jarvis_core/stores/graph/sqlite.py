@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jarvis_core.graph.model import Edge, Node
+from jarvis_core.stores.graph.elements import Edge, Node
 
 if TYPE_CHECKING:
     pass

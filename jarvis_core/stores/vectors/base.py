@@ -103,6 +103,12 @@ class PreparedPoint:
     payload: dict[str, Any]
 
 
+def embedding_text(context: str, text: str) -> str:
+    """The text a chunk's vector is made from: where the chunk sits (its "title > headings"
+    line) gives it context."""
+    return f"{context}\n\n{text}" if context else text
+
+
 def point_id(chunk_id: str) -> str:
     """The deterministic point id of a chunk, the same on every backend and every run."""
     return str(uuid.uuid5(POINT_NAMESPACE, chunk_id))

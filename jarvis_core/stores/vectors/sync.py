@@ -17,8 +17,7 @@ import numpy as np
 import polars as pl
 
 from jarvis_core import progress
-from jarvis_core.stores.vectors.base import VectorPoint, VectorStore
-from jarvis_core.text.chunking import embedding_text
+from jarvis_core.stores.vectors.base import VectorPoint, VectorStore, embedding_text
 
 # When each kind of document last changed, by its chunks' path ($1 is the source).
 _DOCUMENT_DATES = (
