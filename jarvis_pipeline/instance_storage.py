@@ -18,9 +18,7 @@ webserver and the daemon keep the storages their ``dagster.yaml`` names.
 """
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import tempfile
 import threading
 from collections import OrderedDict
@@ -112,7 +110,7 @@ class KeptEngineEventLogStorage(SqliteEventLogStorage):
     new file starts as a copy of one Dagster initialised in this process, instead of Dagster
     loading its migration scripts again for each run (0.15 s a run)."""
 
-    _template: ClassVar[Path | None] = None
+    _template: ClassVar[bytes | None] = None
     _template_lock: ClassVar[threading.Lock] = threading.Lock()
 
     @classmethod
@@ -148,11 +146,11 @@ class KeptEngineEventLogStorage(SqliteEventLogStorage):
             with engine.connect() as conn, conn.begin():
                 yield conn
 
-    def _shard_template(self) -> Path:
+    def _shard_template(self) -> bytes:
         """One initialised run shard per process, for every instance to copy."""
         cls = KeptEngineEventLogStorage
         with cls._template_lock:
-            if cls._template is None or not cls._template.is_file():
+            if cls._template is None:
                 cls._template = _initialized_shard(self._initdb)
             return cls._template
 
@@ -168,29 +166,29 @@ class KeptEngineEventLogStorage(SqliteEventLogStorage):
                 self._engines.popitem()[1].dispose()
 
 
-def _initialized_shard(initdb) -> Path:
-    """A run shard as Dagster initialises it (schema, migration stamp, WAL mode) in a private
-    temporary folder, checkpointed so that its one file is whole."""
-    folder = Path(tempfile.mkdtemp(prefix="jarvis-run-shard-"))
-    atexit.register(shutil.rmtree, folder, True)
-    template = folder / "run.db"
-    engine = create_engine(f"sqlite:///{template}", poolclass=NullPool)
-    try:
-        initdb(engine)
-        with engine.connect() as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        engine.dispose()
-    return template
+def _initialized_shard(initdb) -> bytes:
+    """The bytes of a run shard as Dagster initialises it (schema, migration stamp, WAL
+    mode), checkpointed so that its one file is whole. It is made in a temporary folder
+    removed at once, so a process killed later leaves nothing behind."""
+    with tempfile.TemporaryDirectory(prefix="jarvis-run-shard-") as folder:
+        template = Path(folder) / "run.db"
+        engine = create_engine(f"sqlite:///{template}", poolclass=NullPool)
+        try:
+            initdb(engine)
+            with engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            engine.dispose()
+        return template.read_bytes()
 
 
-def _place_copy(template: Path, path: Path) -> bool:
+def _place_copy(template: bytes, path: Path) -> bool:
     """Put a copy of ``template`` at ``path`` unless a file is there; whether it was placed."""
     if path.exists():
         return False
     staged = path.with_name(f".{path.name}.{os.getpid()}")
     try:
-        shutil.copyfile(template, staged)
+        staged.write_bytes(template)
         os.link(staged, path)  # fails if another process created the shard meanwhile
     except OSError:
         return False

@@ -1,6 +1,8 @@
 """`jarvis refresh` records its runs and partitions in the instance `jarvis ui` and `jarvis
 daemon` use, so a daemon started after a refresh sees every source as known and current."""
 
+import tempfile
+
 import dagster as dg
 import yaml
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
@@ -52,6 +54,25 @@ def test_the_project_instance_keeps_its_engines_on_dagsters_sqlite_files(tmp_pat
             with events.run_connection(run_id):
                 pass
         assert len(events._engines) == 8 and events._engines["one"] is not engine
+
+
+def test_new_run_files_are_copies_of_a_template_held_in_memory(tmp_path, monkeypatch):
+    """Nothing is left in the temporary folder, so a refresh killed later leaks nothing."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setattr(KeptEngineEventLogStorage, "_template", None)
+    config = write_config(tmp_path / "project", {})
+    with project_instance(config) as instance:
+        events = instance.event_log_storage
+        for run_id in ("first", "second"):
+            with events.run_connection(run_id):
+                pass
+        template = KeptEngineEventLogStorage._template
+        runs = config.data_dir / "dagster" / "history" / "runs"
+        assert (runs / "first.db").read_bytes() == template
+        assert events.has_table("event_logs")
+    assert template and list(scratch.iterdir()) == []
 
 
 def test_a_home_whose_settings_name_a_storage_keeps_it(tmp_path):
