@@ -8,7 +8,7 @@ from jarvis_assets.metadata import Stopwatch, counts_table, markdown_table
 from jarvis_assets.notes import DUCKDB_POOL
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.analytics.backup import back_up_history, backup_dir
-from jarvis_core.analytics.charts import draw_charts, png_markdown
+from jarvis_core.analytics.charts import draw_charts, image_markdown
 from jarvis_core.analytics.figures import QUALITY_FORMULA, compute_snapshot
 from jarvis_core.analytics.history import (
     AnalyticsSnapshot,
@@ -105,8 +105,8 @@ def vault_analytics(context: dg.AssetExecutionContext, jarvis: JarvisConfigResou
         "content_hash": snapshot.content_hash,
         "snapshots_kept": len(trend), "snapshots_dropped": dropped,
         **_figure_tables(snapshot, trend),
-        **{f"chart_{name}": dg.MetadataValue.md(png_markdown(_CHART_TITLES[name], png))
-           for name, png in charts.items()},
+        **{f"chart_{name}": dg.MetadataValue.md(image_markdown(_CHART_TITLES[name], svg))
+           for name, svg in charts.items()},
         "charts_dir": dg.MetadataValue.path(str(chart_dir)),
         **({"chart_error": chart_error} if chart_error else {}),
         "compute_seconds": snapshot.compute_seconds, **watch.seconds,

@@ -374,13 +374,13 @@ def test_materialization_shows_tables_and_charts(analysed):
         1, 6, analysed["figures"]["totals"]["communities"])
     assert "Kafka Migration Plan" in meta["broken_link_list"]
     for chart in ("chart_community_sizes", "chart_degree_distribution"):
-        encoded = re.fullmatch(r"!\[[^\]]+\]\(data:image/png;base64,([A-Za-z0-9+/=]+)\)",
+        encoded = re.fullmatch(r"!\[[^\]]+\]\(data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)\)",
                                meta[chart]).group(1)
-        assert base64.b64decode(encoded).startswith(b"\x89PNG\r\n\x1a\n")
+        assert base64.b64decode(encoded).startswith(b"<?xml")
     assert "chart_trend" not in meta            # one snapshot is no trend yet
     charts_dir = analysed["config"].data_dir / "analytics" / "sample"
     assert sorted(p.name for p in charts_dir.iterdir()) == [
-        "community_sizes.png", "degree_distribution.png"]
+        "community_sizes.svg", "degree_distribution.svg"]
     found = checks(analysed["result"])
     assert found["snapshot_matches_graph"].passed
     assert found["snapshot_figures_consistent"].passed

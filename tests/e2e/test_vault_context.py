@@ -97,8 +97,8 @@ def test_two_snapshots_around_a_change_show_the_trend(project):
     assert changes["broken_links"] == 1
     assert after["figures"]["orphans"] == []
     assert "Inbox/Untitled.md" in after["figures"]["dead_ends"]
-    trend_chart = config.data_dir / "analytics" / "sample" / "trend.png"
-    assert trend_chart.read_bytes().startswith(b"\x89PNG")   # drawn from the second snapshot
+    trend_chart = config.data_dir / "analytics" / "sample" / "trend.svg"
+    assert b"trend over 2 snapshots" in trend_chart.read_bytes()  # drawn from the second one
     assert "since the previous snapshot: notes +1" in context_cli(config, "sample").stdout
 
 
