@@ -46,7 +46,7 @@ def test_importing_the_entry_point_does_nothing_and_loading_stays_light(sample_c
     assert not {"jarvis_assets", "jarvis_core.config"} & set(loaded["after_import"])
     assert loaded["assets"] >= 10
     heavy = {"torch", "sentence_transformers", "transformers", "qdrant_edge", "tantivy",
-             "neo4j", "igraph", "matplotlib"}
+             "neo4j", "igraph", "pygal"}
     assert not heavy & set(loaded["after_load"])
 
 
