@@ -24,7 +24,7 @@ from jarvis_core.text.embedder import (
     backend_problem,
     cpu_has_native_bf16,
 )
-from jarvis_core.text.embedding_cache import CachedEmbedder, model_identity
+from jarvis_core.text.embedding_cache import CachedEmbedder, cache_file
 from jarvis_core.text.tokens import token_counter
 
 REFERENCE_BACKEND = TORCH_FP32
@@ -79,9 +79,8 @@ def seed_vectors(embedder: Embedder, texts: list[str], cache_dir: Path | None) -
     only a first run embeds them (what is timed is search, not this)."""
     if cache_dir is None:
         return embedder.embed(texts)
-    cache = CachedEmbedder(
-        cache_dir / "embeddings" / f"{model_identity(embedder.model, embedder.backend)}.sqlite",
-        lambda: embedder)
+    cache = CachedEmbedder(cache_file(cache_dir, embedder.model, embedder.backend),
+                           lambda: embedder)
     try:
         return cache.embed(texts)
     finally:

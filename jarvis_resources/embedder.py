@@ -41,11 +41,11 @@ class EmbedderResource(ConfigurableResource):
         if not settings.cache:
             return self.get().embed(texts)
         if self._cache is None:
-            from jarvis_core.text.embedding_cache import CachedEmbedder, model_identity
+            from jarvis_core.text.embedding_cache import CachedEmbedder, cache_file
 
-            identity = model_identity(settings.model, settings.backend)
             self._cache = CachedEmbedder(
-                self.jarvis.load().cache_dir / "embeddings" / f"{identity}.sqlite", self.get)
+                cache_file(self.jarvis.load().cache_dir, settings.model, settings.backend),
+                self.get)
         return self._cache.embed(texts)
 
     def teardown_after_execution(self, context) -> None:

@@ -139,8 +139,8 @@ class Embedder:
         settings = Settings(
             dimension=dimension,
             max_seq_length=sentence_model.max_seq_length or model_max_tokens(model_dir),
-            query_prompt=_first_prompt(sentence_model.prompts, QUERY_PROMPT_NAMES),
-            document_prompt=_first_prompt(sentence_model.prompts, DOCUMENT_PROMPT_NAMES))
+            query_prompt=first_prompt(sentence_model.prompts, QUERY_PROMPT_NAMES),
+            document_prompt=first_prompt(sentence_model.prompts, DOCUMENT_PROMPT_NAMES))
         self._take(*_open_backend(model, backend, device, sentence_model, model_dir, cache,
                                   settings if sentence_model.max_seq_length else None),
                    settings)
@@ -185,7 +185,7 @@ def _converted(model: str, model_dir: Path, cache_dir: Path
         return None
 
 
-def _first_prompt(prompts: dict[str, str], names: Sequence[str]) -> str:
+def first_prompt(prompts: dict[str, str], names: Sequence[str]) -> str:
     """The model's own prompt for this kind of text, as sentence-transformers would pick it."""
     return next((prompts[name] for name in names if name in prompts), "")
 

@@ -27,6 +27,11 @@ def model_identity(model: str, backend: str) -> str:
     return hashlib.sha256(spec.encode()).hexdigest()[:24]
 
 
+def cache_file(cache_dir: Path, model: str, backend: str) -> Path:
+    """Where the vectors ``model_identity`` names are kept."""
+    return Path(cache_dir) / "embeddings" / f"{model_identity(model, backend)}.sqlite"
+
+
 class CachedEmbedder:
     """Embeds texts through ``load()``'s embedder only for texts not in the cache file, and
     keeps what it embeds. ``load`` is called at the first miss."""

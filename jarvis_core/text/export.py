@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -30,16 +29,16 @@ from pathlib import Path
 
 import numpy as np
 
-from jarvis_core.text.embedder import QUERY_PROMPT_NAMES
+from jarvis_core.text.embedder import QUERY_PROMPT_NAMES, first_prompt
 from jarvis_core.text.query_encoder import (
     FORMAT_VERSION,
     MANIFEST_NAME,
     MODEL_FILE,
     OUTPUT_NAME,
-    TOKENIZER_FILE,
     QueryEncoder,
 )
 from jarvis_core.text.runtime_tokenizer import (
+    TOKENIZER_FILE,
     TokenizerUnsupported,
     check_tokenizable,
     differing_feature,
@@ -47,7 +46,7 @@ from jarvis_core.text.runtime_tokenizer import (
     runtime_tokenizer,
 )
 from jarvis_core.text.sentence_pipeline import sentence_pipeline
-from jarvis_core.text.tokens import model_file_stats, resolve_model_dir
+from jarvis_core.text.tokens import cache_key, model_file_stats, resolve_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -130,8 +129,7 @@ def export_key(model: str, model_dir: Path) -> str:
     digest = _versions_digest(model)
     for relative, path in _model_files(model_dir):
         digest.update(f"\0{relative}\0{_file_sha256(path)}".encode())
-    readable_name = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(model).name)
-    return f"{readable_name}-{digest.hexdigest()[:16]}"
+    return cache_key(Path(model).name, digest)
 
 
 def _current_key(dest: Path, model: str, model_dir: Path) -> tuple[str, str]:
@@ -227,8 +225,7 @@ def _replace_directory(staging: Path, dest: Path, key: str) -> None:
 
 def _export(model: str, model_dir: Path, key: str, signature: str, target: Path) -> dict:
     sentence_model = _load_sentence_model(model, model_dir)
-    query_prompt = next((sentence_model.prompts[name] for name in QUERY_PROMPT_NAMES
-                         if name in sentence_model.prompts), "")
+    query_prompt = first_prompt(sentence_model.prompts, QUERY_PROMPT_NAMES)
     max_seq_length = sentence_model.max_seq_length
     dimension = sentence_model.get_embedding_dimension()
     if not max_seq_length or not dimension:

@@ -15,7 +15,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from jarvis_core.text.runtime_tokenizer import (
+    TOKENIZER_FILE,
     TokenizerUnsupported,
     check_tokenizable,
     differing_feature,
@@ -35,12 +35,11 @@ from jarvis_core.text.runtime_tokenizer import (
     token_features,
 )
 from jarvis_core.text.sentence_pipeline import sentence_pipeline
-from jarvis_core.text.tokens import model_file_stats
+from jarvis_core.text.tokens import cache_key, model_file_stats
 
 logger = logging.getLogger(__name__)
 
 MODEL_FILE = "model.xml"
-TOKENIZER_FILE = "tokenizer.json"
 SETTINGS_FILE = "embedder.json"
 SETTINGS_FORMAT = 1
 
@@ -192,8 +191,7 @@ def conversion_key(model_dir: Path) -> str:
         digest.update(f"\0{package_version(package)}".encode())
     for relative, size, mtime_ns in model_file_stats(model_dir):
         digest.update(f"\0{relative}\0{size}\0{mtime_ns}".encode())
-    readable_name = re.sub(r"[^A-Za-z0-9_.-]+", "-", model_dir.name)
-    return f"{readable_name}-{digest.hexdigest()[:16]}"
+    return cache_key(model_dir.name, digest)
 
 
 def _convert(sentence_model):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tokenizers import Tokenizer
 
-from jarvis_core.text.runtime_tokenizer import TOKENIZER_FIELDS, token_features
+from jarvis_core.text.runtime_tokenizer import TOKENIZER_FIELDS, TOKENIZER_FILE, token_features
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -28,7 +28,6 @@ FORMAT_VERSION = 2
 READABLE_FORMATS = (1, FORMAT_VERSION)
 MANIFEST_NAME = "manifest.json"
 MODEL_FILE = "model.onnx"
-TOKENIZER_FILE = "tokenizer.json"
 OUTPUT_NAME = "sentence_embedding"
 # One thread is the fastest for a query on 2 shared cores (measured: a 20-token query
 # 7 ms on one thread, 8-12 ms on two; busy-waiting threads doubled that under load).

@@ -17,6 +17,7 @@ from tokenizers import Tokenizer
 # Each model input a graph may take, and the field of a tokenizers Encoding that fills it.
 TOKENIZER_FIELDS = {"input_ids": "ids", "attention_mask": "attention_mask",
                     "token_type_ids": "type_ids"}
+TOKENIZER_FILE = "tokenizer.json"  # the name a runtime tokenizer is saved under
 # Two texts of different lengths: a batch whose features include the padding (a graph traced
 # from an unpadded batch may leave the mask out).
 EXAMPLE_TEXTS = ("A first example.",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -45,6 +46,12 @@ def resolve_model_dir(model: str) -> Path:
             f"embedding model {model!r} is neither a local directory nor in the Hugging Face "
             f"cache, and models are never downloaded at run time: {exc}"
         ) from exc
+
+
+def cache_key(name: str, digest) -> str:
+    """A cache entry's name for something made from a model: the model's name made safe for
+    a path, then 16 hex digits of ``digest`` (a hashlib object)."""
+    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', name)}-{digest.hexdigest()[:16]}"
 
 
 def model_file_stats(model_dir: Path) -> list[tuple[str, int, int]]:

@@ -19,12 +19,8 @@ from jarvis_core.text.embedder import (
     available_backends,
     backend_problem,
 )
-from jarvis_core.text.openvino_backend import (
-    SETTINGS_FILE,
-    TOKENIZER_FILE,
-    conversion_key,
-    converted_encoder,
-)
+from jarvis_core.text.openvino_backend import SETTINGS_FILE, conversion_key, converted_encoder
+from jarvis_core.text.runtime_tokenizer import TOKENIZER_FILE
 from jarvis_core.text.tokens import ModelNotFoundError, resolve_model_dir, token_counter
 
 MODEL = "all-MiniLM-L6-v2"
