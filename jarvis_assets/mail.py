@@ -15,8 +15,7 @@ from jarvis_assets.partitions import (
     other_kind_result,
     source_partitions,
 )
-from jarvis_core.sources.email import MailError, MailRead
-from jarvis_core.sources.mail_tables import (
+from jarvis_core.sources.mail.ingest import (
     MAIL_KIND,
     mail_figures,
     mail_file_hashes,
@@ -24,6 +23,7 @@ from jarvis_core.sources.mail_tables import (
     read_stored,
     write_mail,
 )
+from jarvis_core.sources.mail.read import MailError, MailRead
 from jarvis_core.sources.plan import utc_now
 from jarvis_resources import JarvisConfigResource, TablesResource
 

@@ -14,8 +14,8 @@ from jarvis_assets.partitions import (
     source_partitions,
     unreachable_source_result,
 )
-from jarvis_core.sources.vault_plan import plan_ingest, read_stored, write_plan
-from jarvis_core.sources.vault_scan import VaultScan, VaultUnavailable, scan_existing_vault
+from jarvis_core.sources.vault.ingest import plan_ingest, read_stored, write_plan
+from jarvis_core.sources.vault.scan import VaultScan, VaultUnavailable, scan_existing_vault
 from jarvis_resources import JarvisConfigResource, TablesResource
 
 DUCKDB_POOL = "jarvis_duckdb"

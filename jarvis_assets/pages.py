@@ -15,8 +15,7 @@ from jarvis_assets.partitions import (
     other_kind_result,
     source_partitions,
 )
-from jarvis_core.sources.confluence import ConfluenceError, ConfluenceRead
-from jarvis_core.sources.page_tables import (
+from jarvis_core.sources.confluence.ingest import (
     CONFLUENCE_KIND,
     export_file_hashes,
     page_figures,
@@ -24,6 +23,7 @@ from jarvis_core.sources.page_tables import (
     read_stored,
     write_pages,
 )
+from jarvis_core.sources.confluence.read import ConfluenceError, ConfluenceRead
 from jarvis_core.sources.plan import utc_now
 from jarvis_resources import JarvisConfigResource, TablesResource
 

@@ -15,9 +15,9 @@ from jarvis_assets.partitions import (
     source_partitions,
     unreachable_source_result,
 )
-from jarvis_core.sources.git import GitError
 from jarvis_core.sources.plan import utc_now
-from jarvis_core.sources.repo_tables import (
+from jarvis_core.sources.repo.git import GitError
+from jarvis_core.sources.repo.ingest import (
     checkout,
     read_stored,
     remove_repository,
@@ -25,7 +25,7 @@ from jarvis_core.sources.repo_tables import (
     sync_counts,
     write_sync,
 )
-from jarvis_core.sources.repos import RepoSync, sync_repository
+from jarvis_core.sources.repo.sync import RepoSync, sync_repository
 from jarvis_resources import JarvisConfigResource, TablesResource
 
 

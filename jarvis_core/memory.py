@@ -258,7 +258,7 @@ class MemoryVault:
 
     def _parse(self, path: str, text: str) -> Memory:
         # imported here: the note parser's rules cost a cold MCP server 30 ms otherwise
-        from jarvis_core.sources.frontmatter import load_frontmatter, split_frontmatter
+        from jarvis_core.sources.vault.frontmatter import load_frontmatter, split_frontmatter
 
         yaml_text, body, _ = split_frontmatter(text)
         header, _ = load_frontmatter(yaml_text) if yaml_text is not None else ({}, None)

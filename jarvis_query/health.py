@@ -85,7 +85,7 @@ def _dagster(data_dir: Path, now: datetime) -> dict:
 
 def _source(kb, snapshot, name: str, now: datetime) -> dict:
     from jarvis_core.sources.changes import published_head, repository_head, vault_changes
-    from jarvis_core.sources.vault_scan import scan_vault
+    from jarvis_core.sources.vault.scan import scan_vault
 
     config = kb.config
     kind = config.source_kind(name)

@@ -23,7 +23,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from jarvis_core.config import JarvisConfig
-from jarvis_core.sources.vault_scan import NOTE_SUFFIX, NoteReadError, _excluded, decode_note_bytes
+from jarvis_core.sources.vault.scan import NOTE_SUFFIX, NoteReadError, _excluded, decode_note_bytes
 from jarvis_core.stores.keys import note_key
 from jarvis_core.stores.serving import NotPublished
 from jarvis_query import documents
@@ -268,7 +268,7 @@ def _read_vault_note(config: JarvisConfig, snapshot: Snapshot | None, path: str,
     """The note's text as it is on disk now, with its frontmatter, tags and aliases, and its
     links and backlinks from the published graph (``snapshot``, None before any publish)."""
     # The markdown parser is imported here: no other query needs it (30 ms of a cold start).
-    from jarvis_core.sources.notes import parse_note
+    from jarvis_core.sources.vault.notes import parse_note
 
     name, relative, real = _locate(config, snapshot, path, vault)
     text, info, warnings = _read_file(config.vaults[name].path, real, relative,

@@ -8,7 +8,7 @@ import duckdb
 
 from jarvis_assets import jobs
 from jarvis_core.sources.changes import published_head, repository_head
-from jarvis_core.sources.git import GitError
+from jarvis_core.sources.repo.git import GitError
 from jarvis_resources import JarvisConfigResource
 from sensors.common import first_run_requested, read_cursor, registered_sources, write_cursor
 

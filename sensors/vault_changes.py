@@ -15,7 +15,7 @@ import duckdb
 
 from jarvis_assets import jobs
 from jarvis_core.sources.changes import listing_digest, vault_changes
-from jarvis_core.sources.vault_scan import VaultScan, scan_existing_vault
+from jarvis_core.sources.vault.scan import VaultScan, scan_existing_vault
 from jarvis_resources import JarvisConfigResource
 from sensors.common import first_run_requested, read_cursor, registered_sources, write_cursor
 

@@ -5,10 +5,10 @@ import os
 import subprocess
 from pathlib import Path
 
-from jarvis_core.graph.vault import extract_vault_graph
-from jarvis_core.sources.repos import StoredRepo, sync_repository
-from jarvis_core.sources.vault_plan import StoredNotes, plan_ingest
-from jarvis_core.sources.vault_scan import scan_vault
+from jarvis_core.sources.repo.sync import StoredRepo, sync_repository
+from jarvis_core.sources.vault.graph import extract_vault_graph
+from jarvis_core.sources.vault.ingest import StoredNotes, plan_ingest
+from jarvis_core.sources.vault.scan import scan_vault
 from jarvis_core.stores import tables
 from jarvis_core.text.chunking import chunk_document
 

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jarvis_core.config import JarvisConfig
-from jarvis_core.graph.mail import extract_mail_graph
-from jarvis_core.graph.model import SourceGraph
-from jarvis_core.graph.pages import extract_page_graph
-from jarvis_core.graph.repo import extract_repo_graph
-from jarvis_core.graph.tickets import extract_ticket_graph
-from jarvis_core.graph.vault import extract_vault_graph
+from jarvis_core.sources.confluence.graph import extract_page_graph
+from jarvis_core.sources.extraction import SourceGraph
+from jarvis_core.sources.mail.graph import extract_mail_graph
 from jarvis_core.sources.people import identities_of
+from jarvis_core.sources.repo.graph import extract_repo_graph
+from jarvis_core.sources.tickets.graph import extract_ticket_graph
+from jarvis_core.sources.vault.graph import extract_vault_graph
 
 _NOTE_COLUMNS = ("path, note_key, title, aliases, tags, tag_lines, wikilinks, embeds, links, "
                  "relations, frontmatter_links, body, body_start_line, frontmatter, "

@@ -10,7 +10,7 @@ from datetime import datetime
 import duckdb
 
 from jarvis_core.graph.extractors import GraphExtractor
-from jarvis_core.graph.model import SourceGraph
+from jarvis_core.sources.extraction import SourceGraph
 from jarvis_core.sources.plan import ItemCounts
 from jarvis_core.sources.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX
 from jarvis_core.stores import tables

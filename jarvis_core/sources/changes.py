@@ -26,9 +26,9 @@ import duckdb
 
 from jarvis_core.config import JarvisConfig
 from jarvis_core.sources.confinement import leaves, real_root
-from jarvis_core.sources.git import open_repository, remote_head, resolve_head
+from jarvis_core.sources.repo.git import open_repository, remote_head, resolve_head
 from jarvis_core.sources.tickets.fields import UNREADABLE
-from jarvis_core.sources.vault_scan import VaultScan
+from jarvis_core.sources.vault.scan import VaultScan
 from jarvis_core.stores.serving import NotPublished, current_version
 
 MAX_PATHS_TAG_CHARS = 2_000

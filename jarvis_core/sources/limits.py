@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from jarvis_core.sources.parsed_note import ParsedNote
+from jarvis_core.sources.vault.parsed_note import ParsedNote
 
 # The interrupt is delivered as this signal's Python handler, without the signal being sent.
 _INTERRUPT = signal.SIGVTALRM

@@ -23,9 +23,9 @@ from jarvis_core.sources.changes import (
     repository_head,
     vault_changes,
 )
-from jarvis_core.sources.git import GitError
 from jarvis_core.sources.listings import confluence_files, mail_files, ticket_files
-from jarvis_core.sources.vault_scan import VaultUnavailable, scan_existing_vault
+from jarvis_core.sources.repo.git import GitError
+from jarvis_core.sources.vault.scan import VaultUnavailable, scan_existing_vault
 from jarvis_core.stores.serving import NotPublished, current_version
 from jarvis_core.stores.tables import RAW_TABLES
 

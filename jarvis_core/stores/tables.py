@@ -85,7 +85,7 @@ GRAPH_ORIGINS = pl.Schema({
     "extracted_at": pl.Datetime("us"),
 })
 
-# Git repositories (jarvis_core/sources/repos.py): commits reachable from the configured branch,
+# Git repositories (jarvis_core/sources/repo/sync.py): commits reachable from the configured branch,
 # the files each changed, the files and docs at its head, and the head last ingested.
 COMMITS = pl.Schema({
     "source": pl.Utf8, "sha": pl.Utf8, "parents": pl.List(pl.Utf8),
@@ -137,7 +137,7 @@ TICKETS = pl.Schema({
 TICKET_FILES = pl.Schema({"source": pl.Utf8, "path": pl.Utf8, "file_hash": pl.Utf8,
                           "keys": pl.List(pl.Utf8)})
 
-# Mail sources (jarvis_core/sources/email*.py): every message as read, the threads they form
+# Mail sources (jarvis_core/sources/mail/read*.py): every message as read, the threads they form
 # (``text`` is the thread document that is chunked), and what was read from each mail file
 # (an mbox's digest and offset, so a grown mbox is read from where the last run stopped).
 _IDENTITY = pl.Struct({"name": pl.Utf8, "email": pl.Utf8, "aliases": pl.List(pl.Utf8)})
@@ -169,7 +169,7 @@ MAIL_FILES = pl.Schema({
     "failures": pl.List(_ITEM_FAILURE),
 })
 
-# Confluence exports (jarvis_core/sources/confluence*.py): one row per current page (``text``
+# Confluence exports (jarvis_core/sources/confluence/read*.py): one row per current page (``text``
 # is its document), and per export file its hash and the pages each of its entries (a zip
 # holds many) gave.
 PAGES = pl.Schema({

@@ -16,7 +16,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
 
-from jarvis_core.sources.markdown import new_markdown_parser
+from jarvis_core.sources.vault.markdown import new_markdown_parser
 from jarvis_core.stores.vectors.base import embedding_text
 from jarvis_core.text.tokens import TokenCounter
 

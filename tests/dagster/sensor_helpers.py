@@ -16,7 +16,7 @@ import yaml
 
 from jarvis_core.config import JarvisConfig, load_config
 from jarvis_core.sources.tickets.export import export_file_hashes
-from jarvis_core.sources.vault_scan import scan_existing_vault
+from jarvis_core.sources.vault.scan import scan_existing_vault
 from jarvis_core.stores import serving, tables
 from jarvis_resources import JarvisConfigResource
 

@@ -14,8 +14,8 @@ import yaml
 
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.config import load_config
-from jarvis_core.graph.mail import thread_key
-from jarvis_core.graph.pages import page_key
+from jarvis_core.sources.confluence.graph import page_key
+from jarvis_core.sources.mail.graph import thread_key
 from jarvis_core.sources.pending import pending_sources
 from jarvis_core.stores import serving
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore

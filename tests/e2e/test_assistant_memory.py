@@ -19,7 +19,7 @@ from mcp import Client
 from jarvis_cli.main import cli
 from jarvis_core.audit import AuditLog, audit_path
 from jarvis_core.memory import MemoryVault, decay_memories
-from jarvis_core.sources.notes import parse_note
+from jarvis_core.sources.vault.notes import parse_note
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.mcp_assistant import build_assistant_server

@@ -28,7 +28,7 @@ from jarvis_core.sources.changes import (
 )
 from jarvis_core.sources.listings import ticket_files
 from jarvis_core.sources.tickets.fields import UNREADABLE
-from jarvis_core.sources.vault_scan import scan_existing_vault
+from jarvis_core.sources.vault.scan import scan_existing_vault
 from jarvis_core.stores import serving, tables
 
 NOTE = "Inbox/Capture.md"

@@ -13,8 +13,8 @@ from jarvis_core.sources.confinement import NOT_UTF8_NAME, OUTSIDE_SOURCE
 from jarvis_core.sources.listings import confluence_export_files as confluence_files
 from jarvis_core.sources.listings import mail_files, ticket_files
 from jarvis_core.sources.tickets.export import read_ticket_set
-from jarvis_core.sources.vault_plan import StoredNotes, plan_ingest, write_plan
-from jarvis_core.sources.vault_scan import NoteReadError, read_note, scan_vault
+from jarvis_core.sources.vault.ingest import StoredNotes, plan_ingest, write_plan
+from jarvis_core.sources.vault.scan import NoteReadError, read_note, scan_vault
 from jarvis_core.stores import tables
 
 SECRET = "zebracorn-7731 the launch code"

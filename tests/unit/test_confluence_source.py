@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from jarvis_core.sources.confluence import (
+from jarvis_core.sources.confluence.read import (
     ERROR,
     WARNING,
     ConfluenceError,
     PageRef,
     read_confluence_export,
 )
-from jarvis_core.sources.confluence_text import storage_to_content
+from jarvis_core.sources.confluence.text import storage_to_content
 from jarvis_core.sources.listings import confluence_export_files
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import COMMIT, JIRA, find_references

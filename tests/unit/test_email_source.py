@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jarvis_core.sources.email import (
+from jarvis_core.sources.mail.message import parse_message
+from jarvis_core.sources.mail.read import (
     EML,
     ERROR,
     MAILDIR,
@@ -19,8 +20,7 @@ from jarvis_core.sources.email import (
     mail_identities,
     read_mail_source,
 )
-from jarvis_core.sources.email_read import parse_message
-from jarvis_core.sources.email_threads import QUOTE_MARK, collapse_quotes, normal_subject
+from jarvis_core.sources.mail.threads import QUOTE_MARK, collapse_quotes, normal_subject
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import COMMIT, JIRA, find_references
 

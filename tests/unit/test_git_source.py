@@ -6,10 +6,10 @@ import subprocess
 import pytest
 
 from jarvis_core.config import ConfigError, config_from_mapping
-from jarvis_core.graph.repo import extract_repo_graph
-from jarvis_core.sources.git import GitError, mirror, open_repository
-from jarvis_core.sources.repo_knowledge import parse_knowledge
-from jarvis_core.sources.repos import StoredRepo, language, matches, sync_repository
+from jarvis_core.sources.repo.git import GitError, mirror, open_repository
+from jarvis_core.sources.repo.graph import extract_repo_graph
+from jarvis_core.sources.repo.knowledge import parse_knowledge
+from jarvis_core.sources.repo.sync import StoredRepo, language, matches, sync_repository
 from tests.pipeline_helpers import PROJECT_ROOT
 from tests.source_helpers import DOCS, Repo
 

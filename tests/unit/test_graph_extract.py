@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jarvis_core.graph.links import LinkResolver, canonical_url
 from jarvis_core.graph.similarity import similarity_edges
-from jarvis_core.graph.vault import extract_vault_graph
+from jarvis_core.sources.vault.graph import extract_vault_graph
+from jarvis_core.sources.vault.links import LinkResolver, canonical_url
 from jarvis_core.stores.keys import file_key, note_key
 from jarvis_core.text.tokens import token_counter
 from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT

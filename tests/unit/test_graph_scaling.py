@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from jarvis_core.graph.note_text import NoteText
-from jarvis_core.graph.vault import extract_vault_graph
+from jarvis_core.sources.vault.graph import extract_vault_graph
+from jarvis_core.sources.vault.note_text import NoteText
 from jarvis_core.stores.keys import note_key
 
 CHUNK, OVERLAP = 1_000, 100

@@ -5,12 +5,12 @@ cross-source resolution of what they cite and of what cites them."""
 from datetime import datetime
 
 from jarvis_core.graph.cross_source import resolve_references
-from jarvis_core.graph.mail import extract_mail_graph, thread_key
-from jarvis_core.graph.pages import extract_page_graph, page_key
-from jarvis_core.sources.confluence import read_confluence_export
-from jarvis_core.sources.email import read_mail_source
-from jarvis_core.sources.mail_tables import message_row, thread_row
-from jarvis_core.sources.page_tables import page_row
+from jarvis_core.sources.confluence.graph import extract_page_graph, page_key
+from jarvis_core.sources.confluence.ingest import page_row
+from jarvis_core.sources.confluence.read import read_confluence_export
+from jarvis_core.sources.mail.graph import extract_mail_graph, thread_key
+from jarvis_core.sources.mail.ingest import message_row, thread_row
+from jarvis_core.sources.mail.read import read_mail_source
 from jarvis_core.sources.people import Identity
 from jarvis_core.sources.references import (
     COMMIT,

@@ -5,8 +5,9 @@ converts only changed page versions; counts and failures per item."""
 import duckdb
 import pytest
 
-from jarvis_core.sources import mail_tables, page_tables
-from jarvis_core.sources.email import MailRead
+from jarvis_core.sources.confluence import ingest as page_tables
+from jarvis_core.sources.mail import ingest as mail_tables
+from jarvis_core.sources.mail.read import MailRead
 from jarvis_core.sources.plan import utc_now
 from jarvis_core.stores import tables
 from tests.export_helpers import (

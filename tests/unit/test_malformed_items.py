@@ -14,8 +14,8 @@ import pytest
 
 from jarvis_core.sources.limits import ItemTooSlow, cpu_time_limit
 from jarvis_core.sources.tickets.export import parse_file, read_ticket_set
-from jarvis_core.sources.vault_plan import StoredNotes, plan_ingest
-from jarvis_core.sources.vault_scan import scan_vault
+from jarvis_core.sources.vault.ingest import StoredNotes, plan_ingest
+from jarvis_core.sources.vault.scan import scan_vault
 from jarvis_core.text.chunking import chunk_document
 from jarvis_core.text.tokens import token_counter
 from tests.source_helpers import Repo

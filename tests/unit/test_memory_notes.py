@@ -9,7 +9,7 @@ import pytest
 
 from jarvis_core.assistant_settings import MemorySettings
 from jarvis_core.memory import MemoryNoteError, MemoryVault, clean_label
-from jarvis_core.sources.notes import parse_note
+from jarvis_core.sources.vault.notes import parse_note
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -5,8 +5,8 @@ import random
 import time
 from dataclasses import asdict
 
-from jarvis_core.sources.notes import parse_note
-from jarvis_core.sources.parsed_note import Heading, MarkdownLink, TypedRelation, WikiLink
+from jarvis_core.sources.vault.notes import parse_note
+from jarvis_core.sources.vault.parsed_note import Heading, MarkdownLink, TypedRelation, WikiLink
 
 
 def parse(text: str, path: str = "Projects/Lumen/Ingest API.md"):

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jarvis_core.sources.tickets.export import read_ticket_set
-from jarvis_core.sources.vault_plan import StoredNotes, plan_ingest, write_plan
-from jarvis_core.sources.vault_scan import scan_vault
+from jarvis_core.sources.vault.ingest import StoredNotes, plan_ingest, write_plan
+from jarvis_core.sources.vault.scan import scan_vault
 from jarvis_core.stores import tables
 
 # strategies this size have a long repr, which Hypothesis warns about

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from jarvis_core.graph.tickets import extract_ticket_graph
 from jarvis_core.sources.tickets.export import decode_json_bytes, parse_file, read_ticket_set
 from jarvis_core.sources.tickets.fields import TicketError, content_hash
+from jarvis_core.sources.tickets.graph import extract_ticket_graph
 
 SAMPLE_TICKETS = Path(__file__).resolve().parents[2] / "sample_data" / "tickets"
 

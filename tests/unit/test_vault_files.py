@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from jarvis_core.sources.vault_scan import NoteReadError, VaultFile, read_note, scan_vault
+from jarvis_core.sources.vault.scan import NoteReadError, VaultFile, read_note, scan_vault
 
 
 def _file(path: Path, root: Path) -> VaultFile:

@@ -18,10 +18,7 @@ from datetime import date
 from functools import cache
 from urllib.parse import urlsplit
 
-from jarvis_core.graph.links import LinkResolver, canonical_url, relative_link_path
-from jarvis_core.graph.model import BrokenLink, Mention, SourceGraph
-from jarvis_core.graph.note_text import NoteText, Occurrence
-from jarvis_core.sources.markdown import new_markdown_parser
+from jarvis_core.sources.extraction import BrokenLink, Mention, SourceGraph
 from jarvis_core.sources.references import (
     COMMIT,
     GITHUB,
@@ -31,6 +28,9 @@ from jarvis_core.sources.references import (
     GraphReference,
     find_references,
 )
+from jarvis_core.sources.vault.links import LinkResolver, canonical_url, relative_link_path
+from jarvis_core.sources.vault.markdown import new_markdown_parser
+from jarvis_core.sources.vault.note_text import NoteText, Occurrence
 from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
 
 DEFAULT_RELATION_FIELDS = ("related", "up", "parent", "down", "next", "prev", "source", "author")

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from pygments.lexers import find_lexer_class_for_filename
 from pygments.util import ClassNotFound
 
-from jarvis_core.sources.git import (
+from jarvis_core.sources.repo.git import (
     CommitRecord,
     GitError,
     TreeEntry,
@@ -35,13 +35,13 @@ from jarvis_core.sources.git import (
     resolve_head,
     walk_history,
 )
-from jarvis_core.sources.repo_knowledge import (
+from jarvis_core.sources.repo.knowledge import (
     KNOWLEDGE_VERSION,
     is_knowledge_file,
     knowledge_json,
     parse_knowledge,
 )
-from jarvis_core.sources.vault_scan import NoteReadError, decode_note_bytes
+from jarvis_core.sources.vault.scan import NoteReadError, decode_note_bytes
 
 MAX_DOC_BYTES = 2 * 1024 * 1024
 

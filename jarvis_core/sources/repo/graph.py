@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from jarvis_core.graph.model import BrokenLink, Mention, SourceGraph
+from jarvis_core.sources.extraction import BrokenLink, Mention, SourceGraph
 from jarvis_core.sources.people import Identity, Person, PersonDirectory
 from jarvis_core.sources.references import (
     GraphReference,
@@ -23,7 +23,7 @@ from jarvis_core.sources.references import (
     find_references,
     line_text,
 )
-from jarvis_core.sources.repo_knowledge import is_knowledge_file
+from jarvis_core.sources.repo.knowledge import is_knowledge_file
 from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
 
 __all__ = ["commit_key", "component_key", "extract_repo_graph", "repo_doc_key",

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from jarvis_core.graph.collect import DocumentText, GraphCollector
-from jarvis_core.graph.model import SourceGraph
+from jarvis_core.sources.collector import DocumentText, GraphCollector
 from jarvis_core.sources.export_rows import identity_of
+from jarvis_core.sources.extraction import SourceGraph
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import MESSAGE, document_name, find_references
 from jarvis_core.stores.graph.elements import Node

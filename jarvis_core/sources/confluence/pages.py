@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from jarvis_core.sources.confluence_text import (
+from jarvis_core.sources.confluence.text import (
     PageLink,
     storage_to_content,
     user_identity,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from jarvis_core.graph.model import Mention, SourceGraph
+from jarvis_core.sources.extraction import Mention, SourceGraph
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
     GITHUB,

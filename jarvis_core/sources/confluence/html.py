@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from jarvis_core.sources.confluence_pages import (
+from jarvis_core.sources.confluence.pages import (
     ConfluenceError,
     ConfluencePage,
     PageAttachment,
@@ -22,7 +22,7 @@ from jarvis_core.sources.confluence_pages import (
     make_page,
     plain,
 )
-from jarvis_core.sources.confluence_text import user_aliases, view_to_content
+from jarvis_core.sources.confluence.text import user_aliases, view_to_content
 from jarvis_core.sources.html_text import parse_html
 from jarvis_core.sources.people import Identity
 

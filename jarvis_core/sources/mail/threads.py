@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from jarvis_core.sources.email_read import MailMessage
+from jarvis_core.sources.mail.message import MailMessage
 from jarvis_core.sources.people import Identity
 
 THREAD_VERSION = 1

@@ -7,9 +7,9 @@ from datetime import datetime
 import duckdb
 
 from jarvis_core.config import JarvisConfig
-from jarvis_core.sources.git import GitError, mirror
 from jarvis_core.sources.plan import ItemCounts, failure_row
-from jarvis_core.sources.repos import RepoSync, StoredRepo, language
+from jarvis_core.sources.repo.git import GitError, mirror
+from jarvis_core.sources.repo.sync import RepoSync, StoredRepo, language
 from jarvis_core.stores import tables
 
 # Every table a repository writes, with the column its rows are removed by.

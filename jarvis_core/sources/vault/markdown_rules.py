@@ -12,7 +12,7 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_inline import autolink, image, link, linkify
 from markdown_it.rules_inline.state_inline import StateInline
 
-from jarvis_core.sources.markdown import new_markdown_parser
+from jarvis_core.sources.vault.markdown import new_markdown_parser
 
 WIKILINK_SOURCE = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 

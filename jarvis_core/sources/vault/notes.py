@@ -2,7 +2,7 @@
 wikilinks, embeds, markdown links, headings, block ids and typed relations.
 
 Pure Python without I/O, so the Dagster assets and the query side share it. Structure
-comes from markdown-it (the shared configuration in ``jarvis_core.sources.markdown``) extended
+comes from markdown-it (the shared configuration in ``jarvis_core.sources.vault.markdown``) extended
 with inline rules for wikilinks and tags, so link-like text inside code spans, fenced
 or indented code is never mistaken for a link, tag or embed."""
 
@@ -14,7 +14,7 @@ from bisect import bisect_left
 
 from markdown_it.token import Token
 
-from jarvis_core.sources.frontmatter import (
+from jarvis_core.sources.vault.frontmatter import (
     CREATED_KEYS,
     MODIFIED_KEYS,
     RELATION_NAME,
@@ -28,8 +28,8 @@ from jarvis_core.sources.frontmatter import (
     note_title,
     split_frontmatter,
 )
-from jarvis_core.sources.markdown_rules import note_parser
-from jarvis_core.sources.parsed_note import (
+from jarvis_core.sources.vault.markdown_rules import note_parser
+from jarvis_core.sources.vault.parsed_note import (
     Heading,
     MarkdownLink,
     ParsedNote,

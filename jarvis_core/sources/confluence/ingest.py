@@ -16,7 +16,8 @@ from pathlib import Path
 import duckdb
 
 from jarvis_core.sources.changes import file_hashes
-from jarvis_core.sources.confluence import (
+from jarvis_core.sources.confluence.pages import PAGE_VERSION
+from jarvis_core.sources.confluence.read import (
     ConfluenceError,
     ConfluencePage,
     ConfluenceRead,
@@ -26,7 +27,6 @@ from jarvis_core.sources.confluence import (
     PageRef,
     read_confluence_export,
 )
-from jarvis_core.sources.confluence_pages import PAGE_VERSION
 from jarvis_core.sources.export_rows import (
     changes,
     failure_rows,

@@ -15,7 +15,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
 
-from jarvis_core.sources.markdown_rules import WIKILINK_SOURCE, wikilink_parts
+from jarvis_core.sources.vault.markdown_rules import WIKILINK_SOURCE, wikilink_parts
 
 MAX_EVIDENCE_CHARS = 300
 # Characters searched per character of the note (body and frontmatter), plus a floor.

@@ -20,10 +20,10 @@ import polars as pl
 from jarvis_core import progress
 from jarvis_core.config import IngestSettings
 from jarvis_core.sources.limits import ItemTooSlow, cap_links, cpu_time_limit
-from jarvis_core.sources.notes import parse_note
-from jarvis_core.sources.parsed_note import ParsedNote
 from jarvis_core.sources.plan import ItemCounts, utc_now
-from jarvis_core.sources.vault_scan import NoteReadError, VaultFile, VaultScan, read_note
+from jarvis_core.sources.vault.notes import parse_note
+from jarvis_core.sources.vault.parsed_note import ParsedNote
+from jarvis_core.sources.vault.scan import NoteReadError, VaultFile, VaultScan, read_note
 from jarvis_core.stores import tables
 from jarvis_core.stores.keys import note_key
 

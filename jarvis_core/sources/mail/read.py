@@ -26,9 +26,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from jarvis_core.sources.email_read import Attachment, MailError, MailMessage, parse_message
-from jarvis_core.sources.email_threads import MailThread, build_threads
 from jarvis_core.sources.listings import EML, MAILDIR, MBOX, mail_files
+from jarvis_core.sources.mail.message import Attachment, MailError, MailMessage, parse_message
+from jarvis_core.sources.mail.threads import MailThread, build_threads
 from jarvis_core.sources.people import Identity
 
 __all__ = ["MBOX", "MAILDIR", "EML", "Attachment", "MailError", "MailFile", "MailMessage",

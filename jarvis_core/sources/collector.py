@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from jarvis_core.graph.model import BrokenLink, Mention, SourceGraph
+from jarvis_core.sources.extraction import BrokenLink, Mention, SourceGraph
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import GraphReference, chunks_holding, line_text
 from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node

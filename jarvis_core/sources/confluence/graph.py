@@ -23,9 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from jarvis_core.graph.collect import DocumentText, Evidence, GraphCollector
-from jarvis_core.graph.model import SourceGraph
+from jarvis_core.sources.collector import DocumentText, Evidence, GraphCollector
 from jarvis_core.sources.export_rows import identity_of
+from jarvis_core.sources.extraction import SourceGraph
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
     JIRA,

@@ -12,13 +12,13 @@ from typing import Any
 
 import yaml
 
-from jarvis_core.sources.markdown_rules import (
+from jarvis_core.sources.vault.markdown_rules import (
     WIKILINK_SOURCE,
     tag_end,
     valid_tag,
     wikilink_parts,
 )
-from jarvis_core.sources.parsed_note import ParsedNote, TypedRelation, WikiLink
+from jarvis_core.sources.vault.parsed_note import ParsedNote, TypedRelation, WikiLink
 
 _LINE_BREAK = re.compile(r"\r\n?|\n")  # what markdown-it counts as a line break
 

@@ -32,8 +32,8 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from jarvis_core.sources.confinement import leaves, real_root
-from jarvis_core.sources.confluence_html import SpaceIndex, html_export_page, read_space_index
-from jarvis_core.sources.confluence_pages import (
+from jarvis_core.sources.confluence.html import SpaceIndex, html_export_page, read_space_index
+from jarvis_core.sources.confluence.pages import (
     PAGE_TYPES,
     ConfluenceError,
     ConfluencePage,
@@ -43,7 +43,7 @@ from jarvis_core.sources.confluence_pages import (
     rest_revision,
     rest_users,
 )
-from jarvis_core.sources.confluence_text import PageLink
+from jarvis_core.sources.confluence.text import PageLink
 from jarvis_core.sources.listings import (
     CONFLUENCE_INDEX,
     EXPORT_ASSET_DIRS,

@@ -17,7 +17,15 @@ from pathlib import Path
 import duckdb
 
 from jarvis_core.sources.changes import file_hashes
-from jarvis_core.sources.email import (
+from jarvis_core.sources.export_rows import (
+    changes,
+    failure_rows,
+    identity_of,
+    identity_row,
+    row_hash,
+    warning_count,
+)
+from jarvis_core.sources.mail.read import (
     Attachment,
     MailError,
     MailFile,
@@ -27,15 +35,7 @@ from jarvis_core.sources.email import (
     mail_files,
     read_mail_source,
 )
-from jarvis_core.sources.email_threads import THREAD_VERSION
-from jarvis_core.sources.export_rows import (
-    changes,
-    failure_rows,
-    identity_of,
-    identity_row,
-    row_hash,
-    warning_count,
-)
+from jarvis_core.sources.mail.threads import THREAD_VERSION
 from jarvis_core.sources.plan import ItemCounts
 from jarvis_core.stores import tables
 
