@@ -4,9 +4,9 @@ the vault context the assistants read, and trends."""
 import dagster as dg
 
 from jarvis_assets.graph import knowledge_graph
-from jarvis_assets.metadata import Stopwatch, counts_table, markdown_table
-from jarvis_assets.notes import DUCKDB_POOL
+from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.partitions import source_partitions
+from jarvis_assets.sources import DUCKDB_POOL
 from jarvis_core.analytics.backup import back_up_history, backup_dir
 from jarvis_core.analytics.charts import draw_charts, image_markdown
 from jarvis_core.analytics.figures import QUALITY_FORMULA, compute_snapshot
@@ -16,6 +16,7 @@ from jarvis_core.analytics.history import (
     record_snapshot,
     remove_history,
 )
+from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.plan import utc_now
 from jarvis_resources import JarvisConfigResource, TablesResource
 

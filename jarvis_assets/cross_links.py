@@ -6,9 +6,10 @@ from collections import Counter
 import dagster as dg
 
 from jarvis_assets.graph import GRAPH_POOL, knowledge_graph
-from jarvis_assets.metadata import Stopwatch, counts_table, markdown_table
+from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_core.graph.cross_source import apply_to_store, plan_links, read_inputs, write_tables
 from jarvis_core.graph.sync import edge_row
+from jarvis_core.progress import Stopwatch
 from jarvis_resources import GraphStoreResource, TablesResource
 
 

@@ -5,7 +5,6 @@ import time
 import dagster as dg
 
 from jarvis_assets.automation import follows_upstream
-from jarvis_assets.chunks import chunks
 from jarvis_assets.partitions import source_partitions
 from jarvis_assets.progress import logged_progress
 from jarvis_core.stores.vectors.sync import read_payload_rows, sync_source
@@ -16,7 +15,7 @@ VECTORS_POOL = "jarvis_vectors"
 
 @dg.asset(
     partitions_def=source_partitions,
-    deps=[chunks],
+    deps=["chunks"],
     group_name="vectors",
     kinds={"qdrant", "pytorch"},
     pool=VECTORS_POOL,

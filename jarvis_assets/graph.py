@@ -4,13 +4,13 @@ with evidence."""
 import dagster as dg
 
 from jarvis_assets.automation import follows_upstream
-from jarvis_assets.chunks import chunks
 from jarvis_assets.embeddings import embeddings
-from jarvis_assets.metadata import Stopwatch, counts_table, markdown_table
+from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.partitions import source_partitions
-from jarvis_core.graph.extractors import extractor_for
 from jarvis_core.graph.similarity import similar_note_edges, with_inferred
 from jarvis_core.graph.sync import apply_to_store, plan_update, read_inputs, write_tables
+from jarvis_core.progress import Stopwatch
+from jarvis_core.sources.extraction import NO_GRAPH
 from jarvis_core.sources.plan import utc_now
 from jarvis_resources import (
     GraphStoreResource,
@@ -24,7 +24,7 @@ GRAPH_POOL = "jarvis_graph"
 
 @dg.asset(
     partitions_def=source_partitions,
-    deps=[chunks, embeddings],
+    deps=["chunks", embeddings],
     group_name="graph",
     kinds={"duckdb", "sqlite", "neo4j"},
     pool=GRAPH_POOL,
@@ -35,8 +35,8 @@ def knowledge_graph(context: dg.AssetExecutionContext, jarvis: JarvisConfigResou
                     vectors: VectorStoreResource) -> dg.MaterializeResult:
     """Nodes and edges of one source, every edge with the chunks and line it came from.
 
-    Each source kind has its extractor (``jarvis_core.graph.extractors``), all returning
-    one shape. In vaults, links resolve the way Obsidian resolves them; unresolved and
+    Each source kind has its extractor (its ``SourceKind``'s pipeline), all returning one
+    shape. In vaults, links resolve the way Obsidian resolves them; unresolved and
     ambiguous targets are recorded in ``graph_broken_links``. With
     ``graph.similarity_top_k`` set, notes whose mean chunk vectors are close get inferred
     SIMILAR_TO edges. Only the subgraphs of documents whose output changed (an edit, a link
@@ -44,13 +44,14 @@ def knowledge_graph(context: dg.AssetExecutionContext, jarvis: JarvisConfigResou
     """
     source = context.partition_key
     config, watch, now = jarvis.load(), Stopwatch(), utc_now()
-    kind = config.source_kind(source)
-    extractor = extractor_for(kind)
+    kind = config.kind_of(source)
+    extractor = kind.pipeline.graph if kind is not None else NO_GRAPH
     with tables.get_connection() as conn:
         inputs = read_inputs(conn, source, extractor)
-    extracted = extractor.extract(source, config, inputs.rows, inputs.chunk_rows)
     settings, inferred = config.graph, []
-    if settings.similarity_top_k and kind == "vault":
+    extracted = extractor.extract(source, config.sources.get(source), settings, inputs.rows,
+                                  inputs.chunk_rows)
+    if settings.similarity_top_k and kind is not None and kind.name == "vault":
         with vectors.open() as vector_store:
             stored = vector_store.vectors([row["chunk_id"] for row in inputs.chunk_rows])
         inferred = similar_note_edges(source, inputs.chunk_rows, stored,
@@ -70,7 +71,7 @@ def knowledge_graph(context: dg.AssetExecutionContext, jarvis: JarvisConfigResou
     context.log.info(f"{source}: graph {counts}")
     return dg.MaterializeResult(metadata={
         **counts, **watch.seconds,
-        "source_kind": kind or "(not configured)",
+        "source_kind": kind.name if kind is not None else "(not configured)",
         "dagster/row_count": figures["edges"],
         "graph_store": graph.backend,
         "dangling_edges_in_store": dangling,

@@ -1,5 +1,6 @@
-"""Jobs: the per-source refresh (all layers, what sensors, schedules and backfills run), its
-two halves for a progressive first refresh, publishing, and the analytics snapshot."""
+"""Jobs: the layers of one source after its ingestion (each kind's ingest job is made with its
+raw asset, jarvis_assets/sources.py), their two halves for a progressive first refresh,
+publishing, and the analytics snapshot."""
 
 import dagster as dg
 
@@ -7,14 +8,17 @@ import dagster as dg
 CROSS_SOURCE_LINKS = "cross_source_links"
 EMBEDDINGS = "embeddings"
 
-PER_SOURCE_GROUPS = ("sources", "text", "vectors", "graph", "analytics")
+# Every layer after ingestion works per source of any kind (the raw assets, each partitioned
+# by its own kind's sources, run in their kind's ingest job).
+PER_SOURCE_GROUPS = ("text", "vectors", "graph", "analytics")
 _PER_SOURCE = (dg.AssetSelection.groups(*PER_SOURCE_GROUPS)
                - dg.AssetSelection.assets(CROSS_SOURCE_LINKS))
 
 refresh_sources_job = dg.define_asset_job(
     name="refresh_sources",
     selection=_PER_SOURCE,
-    description="Ingest, chunk, embed and link one source; unchanged items are skipped.",
+    description="Chunk, index, embed and link one ingested source; unchanged items are "
+                "skipped.",
 )
 
 index_sources_job = dg.define_asset_job(

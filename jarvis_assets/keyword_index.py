@@ -4,16 +4,16 @@ search."""
 import dagster as dg
 
 from jarvis_assets.automation import follows_upstream
-from jarvis_assets.chunks import chunks
-from jarvis_assets.metadata import Stopwatch, counts_table
+from jarvis_assets.metadata import counts_table
 from jarvis_assets.partitions import source_partitions
+from jarvis_core.progress import Stopwatch
 from jarvis_core.stores.vectors.sync import read_payload_rows
 from jarvis_resources import KeywordIndexResource, TablesResource
 
 
 @dg.asset(
     partitions_def=source_partitions,
-    deps=[chunks],
+    deps=["chunks"],
     group_name="text",
     kinds={"tantivy", "python"},
     automation_condition=follows_upstream,

@@ -1,6 +1,5 @@
 """What a materialization shows in the Dagster UI: markdown tables, timings, failures."""
 
-import time
 from collections.abc import Iterable, Sequence
 
 import dagster as dg
@@ -39,16 +38,3 @@ def failures_table(failures: list[dict]) -> dg.MetadataValue:
 def log_failures(context: dg.AssetExecutionContext, source: str, failures: list[dict]) -> None:
     for failure in failures:
         context.log.warning(f"{source}/{failure['path']}: not ingested: {failure['reason']}")
-
-
-class Stopwatch:
-    """Seconds per phase of an asset, as ``<phase>_seconds`` metadata."""
-
-    def __init__(self) -> None:
-        self._last = time.perf_counter()
-        self.seconds: dict[str, float] = {}
-
-    def lap(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.seconds[f"{phase}_seconds"] = round(now - self._last, 3)
-        self._last = now

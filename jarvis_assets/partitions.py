@@ -1,34 +1,24 @@
-"""One dynamic partition per configured source, so a run or backfill can target one.
+"""Partitions: one per configured source, so a run or backfill can target one.
 
-Every kind of source shares the partitions; every per-source asset runs for every
-partition, and a raw asset meets a partition of another kind with a fast no-op.
+Each kind's raw asset is partitioned by the sources of its kind only (``vault_sources``,
+``tickets_sources``...), so the UI never shows a raw asset materialized for a source of
+another kind; every layer after ingestion works per source of any kind (``sources``) and
+maps its partition to the raw asset of the source's kind by name.
 """
 
 import dagster as dg
 
-from jarvis_core.config import JarvisConfig
-from jarvis_core.sources.plan import record_unreachable
-from jarvis_resources import TablesResource
+from jarvis_core.sources.kind import SourceKind
 
 source_partitions = dg.DynamicPartitionsDefinition(name="sources")
 
 
-def other_kind_result(config: JarvisConfig, source: str, kind: str) -> dg.MaterializeResult | None:
-    """The no-op result of a raw asset of ``kind`` for a source configured as another kind;
-    None when the asset must run (the source is of ``kind``, or no longer configured and
-    its rows must go)."""
-    actual = config.source_kind(source)
-    if actual is None or actual == kind:
-        return None
-    return dg.MaterializeResult(metadata={"source_kind": actual, "dagster/row_count": 0})
+def kind_partitions(kind: SourceKind) -> dg.DynamicPartitionsDefinition:
+    """The partitions of one kind's sources (equal by name wherever it is made)."""
+    return dg.DynamicPartitionsDefinition(name=kind.partitions)
 
 
-def unreachable_source_result(context: dg.AssetExecutionContext, tables: TablesResource,
-                              source: str, kind: str, reason: str) -> dg.MaterializeResult:
-    """A source that cannot be read at all: say so, keep what earlier runs stored, record it
-    for the ``source_reachable`` check, and let the other sources go on."""
-    context.log.error(f"{source}: not ingested: {reason}")
-    with tables.get_connection() as conn:
-        kept = record_unreachable(conn, source, kind, reason)
-    return dg.MaterializeResult(metadata={
-        "source_kind": kind, "error": reason, "failed": 1, "dagster/row_count": kept})
+def partition_requests(kind: SourceKind, added: list[str]) -> list:
+    """Requests that register new sources of ``kind`` in both partition sets."""
+    return [source_partitions.build_add_request(added),
+            kind_partitions(kind).build_add_request(added)] if added else []

@@ -11,7 +11,8 @@ from jarvis_assets.cross_links import cross_source_links
 from jarvis_assets.embeddings import VECTORS_POOL, embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.keyword_index import keyword_index
-from jarvis_core.sources.pending import settings_fingerprint
+from jarvis_core.pending import settings_fingerprint
+from jarvis_core.sources import registry
 from jarvis_core.stores.publish import publish_version
 from jarvis_core.text.query_model import prepare_query_model
 from jarvis_resources import (
@@ -44,7 +45,8 @@ def serving_snapshot(context: dg.AssetExecutionContext, jarvis: JarvisConfigReso
         vector_store = stores.enter_context(vectors.open())
         graph_store = (stores.enter_context(graph.open()) if graph.backend == "embedded"
                        else None)
-        published = publish_version(tables.get_connection, config.data_dir, vector_store,
+        published = publish_version(tables.get_connection, config.data_dir,
+                                    registry.published_tables(), vector_store,
                                     graph_store, stores.enter_context(keyword.open()),
                                     graph.backend, settings_fingerprint(config), query_model)
     version = published.version

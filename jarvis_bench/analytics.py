@@ -24,6 +24,7 @@ from jarvis_core.analytics.charts import render_charts
 from jarvis_core.analytics.figures import compute_snapshot
 from jarvis_core.analytics.history import history, record_snapshot
 from jarvis_core.config import AnalyticsSettings, JarvisConfig
+from jarvis_core.sources import registry
 from jarvis_core.stores import serving, tables
 from jarvis_core.stores.serving import SERVING_TABLES
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
@@ -91,10 +92,10 @@ def run_analytics_benchmark(notes: int = 10_000, seed: int = 0) -> dict:
         data_dir = Path(tmp) / "data"
         (Path(tmp) / "vault").mkdir()
         with duckdb.connect(str(Path(tmp) / "jarvis.duckdb")) as conn:
-            tables.ensure_schema(conn)
+            tables.ensure_schema(conn, registry.declared_tables())
             for table, rows in vault_tables.items():
-                tables.replace_rows(conn, table, source=SOURCE, remove_paths=None,
-                                   rows=tables.frame(table, rows))
+                tables.replace_rows(conn, registry.table(table), source=SOURCE, remove_paths=None,
+                                   rows=rows)
             started = time.perf_counter()
             snapshot = compute_snapshot(conn, SOURCE, settings, now)
             record_snapshot(conn, snapshot, settings.keep_snapshots)

@@ -33,7 +33,8 @@ from jarvis_bench.search import (
 )
 from jarvis_bench.synthetic_graph import synthetic_graph
 from jarvis_core.config import JarvisConfig
-from jarvis_core.stores import serving, tables
+from jarvis_core.sources import registry
+from jarvis_core.stores import serving
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_core.stores.keyword import CHUNK_COLUMNS, KeywordIndex
 from jarvis_core.text.embedder import Embedder
@@ -87,14 +88,14 @@ def _complete_version(data_dir: Path, rows: list[dict], graph_nodes, graph_edges
     has opened yet."""
     version = serving.current_version(data_dir)
     seconds = {}
-    notes = tables.frame("notes", ({"source": SOURCE, "path": r["path"], "note_key": r["doc_key"],
-                                   "title": r["title"], "tags": [], "aliases": []}
-                                  for r in rows if r["position"] == 0))
-    edges = tables.frame("graph_edges", (
+    notes = registry.table("notes").frame(
+        {"source": SOURCE, "path": r["path"], "note_key": r["doc_key"], "title": r["title"],
+         "tags": [], "aliases": []} for r in rows if r["position"] == 0)
+    edges = registry.table("graph_edges").frame(
         {"edge_key": edge.key, "source": SOURCE, "origin": edge.origin, "src": edge.src,
          "dst": edge.dst, "relation": edge.relation, "confidence": edge.confidence,
          "extractor": edge.extractor, "evidence": list(edge.evidence),
-         "evidence_text": edge.evidence_text, "weight": edge.weight} for edge in graph_edges))
+         "evidence_text": edge.evidence_text, "weight": edge.weight} for edge in graph_edges)
     with duckdb.connect(str(version.tables_path)) as conn:
         for table, rows_frame in (("notes", notes), ("graph_edges", edges)):
             conn.register(f"bench_{table}", rows_frame.to_arrow())

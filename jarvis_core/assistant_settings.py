@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from typing import Annotated
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
+
+from jarvis_core.settings import Strict, Timezone
 
 ALL_SOURCES = "all"  # the profile that sees every source; no configured profile may take it
 DEFAULT_REDACTIONS = (
@@ -32,15 +33,6 @@ def _folder(value: str) -> str:
     return "/".join(parts)
 
 
-def _timezone(name: str) -> str:
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown timezone {name!r} (use an IANA name such as "
-                         "'Europe/Berlin')") from exc
-    return name
-
-
 def _pattern(value: str) -> str:
     try:
         re.compile(value)
@@ -49,11 +41,7 @@ def _pattern(value: str) -> str:
     return value
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class MemorySettings(_Section):
+class MemorySettings(Strict):
     """Memories are ordinary notes in a vault of the configuration (``vault``), one file per
     memory under ``folder``; the decay schedule moves memories older than
     ``decay_after_days`` that were never returned or read into ``archive_folder``."""
@@ -67,10 +55,10 @@ class MemorySettings(_Section):
     token_budget: int = Field(default=1500, ge=100, le=100_000)
     max_chars: int = Field(default=20_000, gt=0, description="longest memory text accepted")
     decay_cron: str = "15 4 * * *"
-    decay_timezone: Annotated[str, AfterValidator(_timezone)] = "UTC"
+    decay_timezone: Timezone = "UTC"
 
 
-class AuditSettings(_Section):
+class AuditSettings(Strict):
     """The access log: every tool call and CLI query, kept ``retention_days``. Matches of
     ``redact_patterns`` in any argument are replaced by ``[redacted]``; the arguments named in
     ``redact_arguments`` are never stored."""
@@ -80,7 +68,7 @@ class AuditSettings(_Section):
     redact_arguments: tuple[str, ...] = ()
 
 
-class AssistantSections(_Section):
+class AssistantSections(Strict):
     """``memory``, ``audit`` and ``profiles`` of ``JarvisConfig``, checked against its
     sources."""
 
@@ -101,7 +89,7 @@ class AssistantSections(_Section):
                 raise ValueError(f"profiles.{name}: unknown source(s) {', '.join(unknown)} "
                                  f"(configured: {', '.join(sorted(known)) or 'none'})")
         memory = self.memory
-        if memory.vault is not None and memory.vault not in self.vaults:
+        if memory.vault is not None and memory.vault not in self.sources_of("vault"):
             raise ValueError(f"memory.vault: '{memory.vault}' is not a configured vault")
         if memory.archive_folder == memory.folder:
             raise ValueError("memory.archive_folder must differ from memory.folder")

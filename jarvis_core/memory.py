@@ -125,10 +125,10 @@ class MemoryVault:
         if name is None:
             raise MemoryNoteError("memory is not configured: set memory.vault to a vault name "
                                   f"in {config.config_path or 'the configuration'}")
-        if name not in config.vaults:
+        if name not in config.sources_of("vault"):
             raise MemoryNoteError("memory is not available to this client: the memory vault is "
                                   "not among the sources of its profile")
-        return cls(name, config.vaults[name].path, config.memory)
+        return cls(name, config.sources_of("vault")[name].path, config.memory)
 
     # --- paths -------------------------------------------------------------------------
 

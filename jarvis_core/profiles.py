@@ -8,11 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from jarvis_core.assistant_settings import ALL_SOURCES
-from jarvis_core.config import SOURCE_KINDS, JarvisConfig
+from jarvis_core.config import JarvisConfig
 from jarvis_core.stores.vectors.filters import VectorFilter
-
-_SECTIONS = {"vault": "vaults", "repo": "repos", "tickets": "tickets", "mail": "mail",
-             "confluence": "confluence"}
 
 
 class UnknownProfile(ValueError):
@@ -45,12 +42,9 @@ class Profile:
         """``config`` holding only the profile's sources (memory settings unchanged)."""
         if not self.restricted:
             return config
-        update = {}
-        for kind in SOURCE_KINDS:
-            section = _SECTIONS[kind]
-            update[section] = {name: settings for name, settings in getattr(config, section)
-                               .items() if name in self.sources}
-        return config.model_copy(update=update)
+        return config.model_copy(update={"sources": {
+            name: settings for name, settings in config.sources.items()
+            if name in self.sources}})
 
 
 def resolve_profile(config: JarvisConfig, name: str | None) -> Profile:

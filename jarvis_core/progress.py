@@ -7,6 +7,7 @@ does not know who (if anyone) is watching."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,3 +44,16 @@ def report(source: str, layer: str, done: int, total: int) -> None:
     event = Progress(source, layer, done, total)
     for listener in listeners:
         listener(event)
+
+
+class Stopwatch:
+    """Seconds per phase of a step, as ``<phase>_seconds`` (an asset's metadata)."""
+
+    def __init__(self) -> None:
+        self._last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[f"{phase}_seconds"] = round(now - self._last, 3)
+        self._last = now

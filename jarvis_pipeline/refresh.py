@@ -2,10 +2,12 @@
 Dagster instance (the one `jarvis ui` and `jarvis daemon` use).
 
 What needs a run is decided first, without Dagster, against the published version
-(``jarvis_core.sources.pending``): with nothing changed, a refresh costs a stat walk per
-source. Sources that changed run everything but their embeddings, then their embeddings,
-then everything is published once. A first refresh that adds many chunks publishes as soon
-as text, keyword index and graph are ready, then again when every chunk has its vector.
+(``jarvis_core.pending``): with nothing changed, a refresh costs a stat walk per source.
+Sources that changed are ingested (their kind's ingest job: the raw asset is partitioned by
+the sources of its kind), run every later layer but their embeddings, then their
+embeddings, then everything is published once. A first refresh that adds many chunks
+publishes as soon as text, keyword index and graph are ready, then again when every chunk
+has its vector.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import duckdb
 
 from jarvis_core.config import JarvisConfig
 from jarvis_core.notifications import notify
-from jarvis_core.sources.pending import pending_sources
-from jarvis_core.stores import serving, tables
+from jarvis_core.pending import pending_sources
+from jarvis_core.sources import registry
+from jarvis_core.sources.kind import SourceKind
+from jarvis_core.stores import serving
 from jarvis_core.stores.connections import StoreUnavailable, read_only
 from jarvis_pipeline.instance import process_tags
 
@@ -36,20 +40,22 @@ _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 PROGRESSIVE_CHUNKS = 2_000
 
 
-def _stored_sources(config: JarvisConfig) -> set[str]:
-    """Sources that have rows in the working tables but are no longer configured."""
+def stored_kinds(config: JarvisConfig) -> dict[str, SourceKind]:
+    """Source -> kind of the sources that have rows in the working tables but are no longer
+    configured (the kind whose raw table holds them: its raw asset removes them)."""
+    stored: dict[str, SourceKind] = {}
     try:
         with read_only(config.duckdb_path) as conn:
             present = {name for (name,) in conn.execute(
                 "SELECT table_name FROM duckdb_tables()").fetchall()}
-            raw_tables = [table for table in tables.RAW_TABLES if table in present]
-            if not raw_tables:
-                return set()
-            stored = {row[0] for row in conn.execute(" UNION ".join(
-                f"SELECT DISTINCT source FROM {table}" for table in raw_tables)).fetchall()}
+            for kind in registry.kinds():
+                if kind.ingested in present:
+                    stored |= {source: kind for (source,) in conn.execute(
+                        f"SELECT DISTINCT source FROM {kind.ingested}").fetchall()}
     except (StoreUnavailable, duckdb.Error):
-        return set()
-    return stored - set(config.source_names)
+        return {}
+    return {source: kind for source, kind in stored.items()
+            if source not in config.source_names}
 
 
 def refresh_targets(config: JarvisConfig, only: list[str] | None) -> dict[str, str]:
@@ -63,7 +69,7 @@ def refresh_targets(config: JarvisConfig, only: list[str] | None) -> dict[str, s
         return {source: "asked for" for source in sorted(only)}
     pending = pending_sources(config)
     if pending:
-        pending |= {source: "no longer configured" for source in _stored_sources(config)}
+        pending |= {source: "no longer configured" for source in stored_kinds(config)}
     return dict(sorted(pending.items()))
 
 
@@ -83,8 +89,11 @@ def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
     definitions = build_definitions(config)
     with project_instance(config) as instance, tables_held_open(config.duckdb_path):
         report["released_runs"] = release_abandoned_runs(instance)
-        register_sources(instance, list(targets))
-        if not _run_sources(config, definitions, instance, list(targets), report, started):
+        kinds = {**stored_kinds(config),
+                 **{source: config.kind_of(source) for source in config.source_names}}
+        register_sources(instance, {source: kinds[source] for source in targets})
+        if not _run_sources(config, definitions, instance,
+                            {source: kinds[source] for source in targets}, report, started):
             return _failed(report)
         report["published"] = _publish(config, definitions, instance)
         report["seconds"]["published"] = round(time.perf_counter() - started, 2)
@@ -93,19 +102,31 @@ def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
     return report
 
 
+def _ingest_and(config: JarvisConfig, definitions: dg.Definitions,
+                instance: dg.DagsterInstance, source: str, kind: SourceKind, job: str) -> dict:
+    """A source's ingest run, then (when it succeeded) ``job`` for its later layers: one
+    report entry."""
+    entry = run_source_job(config, definitions, instance, kind.ingest_job, source)
+    if entry["ok"]:
+        _merge(entry, run_source_job(config, definitions, instance, job, source))
+    return entry
+
+
 def _run_sources(config: JarvisConfig, definitions: dg.Definitions,
-                 instance: dg.DagsterInstance, sources: list[str], report: dict,
+                 instance: dg.DagsterInstance, sources: dict[str, SourceKind], report: dict,
                  started: float) -> bool:
-    """Every layer of each source: everything but the embeddings first, then the embeddings
-    (publishing in between when many chunks are new); whether all succeeded. With inferred
-    similarity edges on, the graph needs the vectors first: one whole run per source."""
+    """Every layer of each source: its ingestion and everything but the embeddings first,
+    then the embeddings (publishing in between when many chunks are new); whether all
+    succeeded. With inferred similarity edges on, the graph needs the vectors first: one
+    whole run of the later layers per source."""
     if config.graph.similarity_top_k:
-        report["sources"] = [run_source_job(config, definitions, instance, "refresh_sources",
-                                            source) for source in sources]
+        report["sources"] = [_ingest_and(config, definitions, instance, source, kind,
+                                         "refresh_sources")
+                             for source, kind in sources.items()]
         return all(entry["ok"] for entry in report["sources"])
     entries = report["sources"] = [
-        run_source_job(config, definitions, instance, "index_sources", source)
-        for source in sources]
+        _ingest_and(config, definitions, instance, source, kind, "index_sources")
+        for source, kind in sources.items()]
     if not all(entry["ok"] for entry in entries):
         return False
     if sum(entry["layers"].get("chunks", {}).get("chunks_added", 0)
@@ -124,13 +145,18 @@ def _failed(report: dict) -> dict:
     return report
 
 
-def register_sources(instance: dg.DagsterInstance, sources: list[str]) -> None:
-    from jarvis_assets.partitions import source_partitions
+def register_sources(instance: dg.DagsterInstance, sources: dict[str, SourceKind]) -> None:
+    """Each source a partition of the layers after ingestion and of its kind's raw asset."""
+    from jarvis_assets.partitions import kind_partitions, source_partitions
 
-    known = set(instance.get_dynamic_partitions(source_partitions.name))
-    missing = [name for name in sources if name not in known]
-    if missing:
-        instance.add_dynamic_partitions(source_partitions.name, missing)
+    wanted: dict[str, list[str]] = {source_partitions.name: list(sources)}
+    for source, kind in sources.items():
+        wanted.setdefault(kind_partitions(kind).name, []).append(source)
+    for partitions, names in wanted.items():
+        known = set(instance.get_dynamic_partitions(partitions))
+        missing = [name for name in names if name not in known]
+        if missing:
+            instance.add_dynamic_partitions(partitions, missing)
 
 
 def run_source_job(config: JarvisConfig, definitions: dg.Definitions,
@@ -147,13 +173,13 @@ def run_source_job(config: JarvisConfig, definitions: dg.Definitions,
 
 
 def _merge(entry: dict, more: dict) -> None:
-    """Fold a source's second run (its embeddings) into its entry."""
+    """Fold a source's next run (its later layers, its embeddings) into its entry."""
     entry["ok"] &= more["ok"]
     entry["layers"] |= more["layers"]
     entry["checks"] += more["checks"]
     entry["failed_steps"] += more["failed_steps"]
     entry["seconds"] = round(entry["seconds"] + more["seconds"], 2)
-    entry["run_ids"] = [entry["run_id"], more["run_id"]]
+    entry["run_ids"] = [*entry.get("run_ids", [entry["run_id"]]), more["run_id"]]
 
 
 def _publish(config: JarvisConfig, definitions: dg.Definitions,

@@ -43,11 +43,11 @@ class DocumentRef:
 
 
 def has_documents(config: JarvisConfig) -> bool:
-    return bool(config.mail or config.confluence)
+    return bool(config.sources_of("mail") or config.sources_of("confluence"))
 
 
 def _sources(config: JarvisConfig, kind: str, source: str | None) -> list[str]:
-    configured = sorted(config.mail if kind == THREAD else config.confluence)
+    configured = sorted(config.sources_of("mail" if kind == THREAD else "confluence"))
     return [name for name in configured if source in (None, name)]
 
 

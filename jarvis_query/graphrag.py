@@ -15,9 +15,9 @@ knowledge graph, packed into a context block for an assistant. No LLM is involve
    documents, since RRF scores differ little in absolute terms; 0 for notes only the graph
    found), 0.25 graph proximity (1 / hops to each other seed, averaged with the seeds'
    relevance as weights), 0.15 centrality (log degree over the largest among the
-   candidates), 0.1 recency (halving every 90 days behind the newest candidate, by a note's
-   modification time, a mail thread's last message or a page's last update; 0 when the
-   date is unknown).
+   candidates), 0.1 recency (halving every 90 days behind the newest candidate, by the date
+   its kind gives a document: a note's modification, a commit, a ticket's or page's last
+   update, a thread's last message; 0 when the date is unknown).
 4. The pack: ranked sources with their text (matched chunks first) and the edges that tie
    them to the other sources with the line each was read from; the subgraph linking the
    sources (with nodes such as tags that join two of them); and a context block cut to
@@ -131,25 +131,22 @@ def _degrees(snapshot: Snapshot, keys: list[str]) -> dict[str, int]:
     return dict(rows)
 
 
-# The modification time GraphRAG's recency reads, per source type: a note's, a thread's last
-# message, a page's last update.
-_DATED = {"notes": "SELECT source, path, modified_at FROM notes",
-          "mail_threads": "SELECT source, 'threads/' || thread_id, last_at FROM mail_threads",
-          "pages": "SELECT source, 'pages/' || page_id, updated_at FROM pages"}
+# A version published before the documents table existed: no dates, recency counts 0.
+_UNDATED = "SELECT NULL::VARCHAR AS source, NULL::VARCHAR AS doc_key, " \
+           "NULL::TIMESTAMP AS modified_at WHERE false"
 
 
 def _documents(snapshot: Snapshot, keys: list[str]) -> dict[str, dict]:
     """doc key -> vault, path, title, source type, modification time, for documents with
-    chunks in the published tables (the time of a note, a mail thread or a page)."""
+    chunks in the published tables (the time their kind gives: a note's, a commit's, a
+    ticket's or page's last update, a thread's last message)."""
     if not keys:
         return {}
-    dated = " UNION ALL ".join(sql for table, sql in _DATED.items()
-                               if table in snapshot.table_names())
+    dated = "documents" if "documents" in snapshot.table_names() else f"({_UNDATED})"
     rows = snapshot.cursor().execute(f"""
         SELECT c.doc_key, any_value(c.source), any_value(c.path), any_value(c.title),
                any_value(c.source_type), max(d.modified_at)
-        FROM chunks c LEFT JOIN ({dated}) AS d(source, path, modified_at)
-          ON d.source = c.source AND d.path = c.path
+        FROM chunks c LEFT JOIN {dated} d ON d.source = c.source AND d.doc_key = c.doc_key
         WHERE c.doc_key IN ({sql_strings(keys)}) GROUP BY c.doc_key""").fetchall()
     return {r[0]: {"vault": r[1], "path": r[2], "title": r[3], "source_type": r[4],
                    "modified_at": r[5]} for r in rows}

@@ -18,10 +18,6 @@ from jarvis_core.audit import AuditLog
 from jarvis_core.profiles import Profile
 from jarvis_core.stores import serving
 
-# source kind -> the published table whose ingested_at says when its content last changed
-_INGESTED = {"vault": "notes", "repo": "repo_state", "tickets": "tickets", "mail": "mail_threads",
-             "confluence": "pages"}
-
 
 def _age(moment: datetime | None, now: datetime) -> float | None:
     if moment is None:
@@ -84,30 +80,20 @@ def _dagster(data_dir: Path, now: datetime) -> dict:
 
 
 def _source(kb, snapshot, name: str, now: datetime) -> dict:
-    from jarvis_core.sources.changes import published_head, repository_head, vault_changes
-    from jarvis_core.sources.vault.scan import scan_vault
-
     config = kb.config
-    kind = config.source_kind(name)
-    table = _INGESTED[kind]
+    kind = config.kind_of(name)
     last = None
-    if table in snapshot.table_names():
+    if kind.ingested in snapshot.table_names():
         (last,) = snapshot.cursor().execute(
-            f"SELECT max(ingested_at) FROM {table} WHERE source = ?", [name]).fetchone()
-    entry = {"name": name, "kind": kind, "published": last is not None,
+            f"SELECT max(ingested_at) FROM {kind.ingested} WHERE source = ?", [name]).fetchone()
+    entry = {"name": name, "kind": kind.name, "published": last is not None,
              "last_ingested_at": last.isoformat() if last else None,
              "age_seconds": _age(last, now), "changed_since_publish": None}
-    try:
-        if kind == "vault":
-            vault = config.vaults[name]
-            changes = vault_changes(name, scan_vault(vault.path, vault.exclude),
-                                    config.data_dir) if vault.path.is_dir() else None
-            if changes is not None:
-                entry["changed_since_publish"] = (len(changes.added) + len(changes.changed)
-                                                  + len(changes.deleted) + len(changes.renamed))
-        elif kind == "repo":
-            entry["changed_since_publish"] = int(
-                repository_head(config, name) != published_head(config.data_dir, name))
+    try:  # the kind's change watch, as refresh and the sensors ask it
+        change = kind.watch.compare(name, kind.watch.look(name, config.sources[name]),
+                                    config.data_dir)
+        entry["changed_since_publish"] = int(change is not None)
+        entry["change"] = change.reason if change is not None else None
     except Exception as exc:  # a missing clone or folder: said, not raised
         entry["error"] = f"{type(exc).__name__}: {exc}"
     return entry

@@ -1,5 +1,6 @@
-"""Finding the document a person names: a note by path or title, a ticket by key, a commit
-by a hash prefix, a mail thread or a Confluence page by its key, in the published tables."""
+"""Finding the document a person names, in the published tables: a note by path or title,
+any other document by its key or a name its kind gives it (jarvis_core/sources/kind.py:
+a ticket's key, a commit's hash, a page's title, a thread's Message-IDs)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,13 @@ def find_note(config: JarvisConfig, snapshot: Snapshot, note: str) -> tuple[str,
     wanted = note.strip().strip("/")
     vault, _, rest = wanted.partition("/")
     candidates = {wanted, wanted + ".md"}
-    if vault in config.vaults and rest:
+    if vault in config.sources_of("vault") and rest:
         candidates |= {rest, rest + ".md"}
     rows = snapshot.cursor().execute(
         "SELECT note_key, source, path FROM notes "
         f"WHERE path IN ({sql_strings(sorted(candidates))}) "
         "OR lower(title) = lower(?) ORDER BY source, path", [wanted]).fetchall()
-    if vault in config.vaults and rest:
+    if vault in config.sources_of("vault") and rest:
         rows = [row for row in rows if row[1] == vault] or rows
     if not rows:
         raise NoteNotFound(f"Note not found: '{shown(note)}'")
@@ -36,24 +37,25 @@ def find_note(config: JarvisConfig, snapshot: Snapshot, note: str) -> tuple[str,
 
 
 def find_document(config: JarvisConfig, snapshot: Snapshot, name: str) -> tuple[str, str, str]:
-    """(node key, source, path) of a note (as ``find_note``), else of a ticket by key
-    ('LUM-4', 'lumen#7'), a commit by a hash prefix of at least 7 digits, or a thread or page
-    by its key ('thread:lumen-mail/<Message-ID>', 'page:lumen-wiki/65541')."""
+    """(document key, source, path) of a note (as ``find_note``), else of the document of
+    any kind that ``name`` names: its key, or one of the names its kind gives it (a ticket's
+    key 'LUM-4' or 'lumen#7', a page's id or title, a thread's or any of its messages'
+    Message-ID), or a hash prefix of at least 7 digits of a commit."""
     try:
         return find_note(config, snapshot, name)
     except QueryError as missing:
-        wanted = name.strip()
+        if "documents" not in snapshot.table_names():
+            raise
+        wanted = name.strip().strip("<>")
         rows = snapshot.cursor().execute(
-            "SELECT node_key, source, coalesce(json_extract_string(properties, '$.path'), "
-            "'commits/' || json_extract_string(properties, '$.sha')) FROM graph_nodes "
-            "WHERE (type = 'ticket' AND lower(node_key) = lower('ticket:' || $1)) "
-            "OR (type = 'commit' AND length($1) >= 7 "
-            "AND starts_with(json_extract_string(properties, '$.sha'), lower($1))) "
-            "OR (type IN ('thread', 'page') AND node_key = $1) "
-            "ORDER BY node_key", [wanted]).fetchall()
+            "SELECT doc_key, source, path FROM documents "
+            "WHERE doc_key = $1 OR list_contains(names, lower($1)) "
+            "OR (length($1) >= 7 AND regexp_full_match(lower($1), '[0-9a-f]+') "
+            "AND len(list_filter(names, n -> starts_with(n, lower($1)))) > 0) "
+            "ORDER BY doc_key", [wanted]).fetchall()
         if len(rows) > 1:
-            raise QueryError(f"'{shown(name)}' names several commits or tickets: "
-                             + ", ".join(key for key, _, _ in rows)) from None
+            raise QueryError(f"'{shown(name)}' names several documents: "
+                             + ", ".join(key for key, _, _ in rows) + "; give the key") from None
         if not rows:
-            raise missing
+            raise missing from None
         return rows[0]

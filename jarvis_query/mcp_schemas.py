@@ -225,6 +225,7 @@ class SourceHealth(_Open):
     last_ingested_at: str | None
     age_seconds: float | None
     changed_since_publish: int | None
+    change: str | None = None
 
 
 class HealthOutput(_Envelope):

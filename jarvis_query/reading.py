@@ -23,7 +23,8 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from jarvis_core.config import JarvisConfig
-from jarvis_core.sources.vault.scan import NOTE_SUFFIX, NoteReadError, _excluded, decode_note_bytes
+from jarvis_core.sources.decoding import NoteReadError, decode_note_bytes
+from jarvis_core.sources.vault.scan import NOTE_SUFFIX, _excluded
 from jarvis_core.stores.keys import note_key
 from jarvis_core.stores.serving import NotPublished
 from jarvis_query import documents
@@ -165,17 +166,17 @@ def _locate(config: JarvisConfig, snapshot: Snapshot | None, path: str,
     alias-free name from the published notes."""
     check_vault(config, vault)
     relative = safe_relative_path(path)
-    vaults = [vault] if vault else sorted(config.vaults)
+    vaults = [vault] if vault else sorted(config.sources_of("vault"))
     head, _, rest = relative.partition("/")
     attempts = [(name, relative) for name in vaults]
-    if vault is None and head in config.vaults and rest:
+    if vault is None and head in config.sources_of("vault") and rest:
         attempts.append((head, rest))
     found: list[tuple[str, str, Path]] = []
     for name, candidate in attempts:
         for with_suffix in dict.fromkeys(
                 (candidate, candidate if candidate.lower().endswith(NOTE_SUFFIX)
                  else candidate + NOTE_SUFFIX)):
-            real = _inside(config.vaults[name].path, with_suffix)
+            real = _inside(config.sources_of("vault")[name].path, with_suffix)
             if _is_file(real):
                 found.append((name, with_suffix, real))
                 break
@@ -187,7 +188,7 @@ def _locate(config: JarvisConfig, snapshot: Snapshot | None, path: str,
         else:
             if vault in (None, name):
                 found.append((name, table_path,
-                              _inside(config.vaults[name].path, table_path)))
+                              _inside(config.sources_of("vault")[name].path, table_path)))
     if not found:
         where = f"vault '{vault}'" if vault else "any vault"
         raise NoteAccessError(f"File not found: '{shown(path)}' in {where}")
@@ -198,7 +199,7 @@ def _locate(config: JarvisConfig, snapshot: Snapshot | None, path: str,
     if not relative.lower().endswith(NOTE_SUFFIX):
         raise NoteAccessError(f"'{shown(relative)}' is not a note (only {NOTE_SUFFIX} files "
                               "are read)")
-    if _excluded(relative, config.vaults[name].exclude):
+    if _excluded(relative, config.sources_of("vault")[name].exclude):
         raise NoteAccessError(f"Access denied: '{shown(relative)}' is excluded from vault "
                               f"'{name}'")
     return name, relative, real
@@ -271,7 +272,7 @@ def _read_vault_note(config: JarvisConfig, snapshot: Snapshot | None, path: str,
     from jarvis_core.sources.vault.notes import parse_note
 
     name, relative, real = _locate(config, snapshot, path, vault)
-    text, info, warnings = _read_file(config.vaults[name].path, real, relative,
+    text, info, warnings = _read_file(config.sources_of("vault")[name].path, real, relative,
                                       config.ingest.max_note_bytes)
     parsed = parse_note(text, path=relative)
     key = note_key(name, relative)

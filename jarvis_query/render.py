@@ -6,12 +6,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from jarvis_core.sources import registry
+
 SHOWN_PAIRS = 20  # note pairs listed per relation in graph search
-SOURCE_KINDS = {"vault": "vault", "repo": "repository", "tickets": "ticket set",
-                "mail": "mail source", "confluence": "Confluence space"}
-STATUS_COLUMNS = ["name", "kind", "published", "notes", "attachments", "commits", "repo_files",
-                  "repo_docs", "tickets", "messages", "threads", "pages", "failed", "chunks",
-                  "vectors", "nodes", "edges", "broken_links", "path"]
 
 
 def table(rows: list[dict], columns: list[str], indent: str = "") -> str:
@@ -170,17 +167,10 @@ def render_document(data: dict) -> str:
 
 
 def _source_counts(source: dict) -> str:
-    """What a source holds, in its own words: notes, commits, tickets, messages, pages."""
-    kind = source["kind"]
-    if kind == "vault":
-        return f"{source['notes']} notes, {source['attachments']} attachments"
-    if kind == "mail":
-        return f"{source['messages']} messages in {source['threads']} threads"
-    if kind == "confluence":
-        return f"{source['pages']} pages"
-    if kind == "repo":
-        return f"{source['commits']} commits, {source['repo_docs']} docs"
-    return f"{source['tickets']} tickets"
+    """What a source holds, in its kind's words: notes and attachments, commits, tickets,
+    messages and threads, pages."""
+    return ", ".join(f"{source[layer]} {layer.replace('_', ' ')}"
+                     for layer in registry.kind(source["kind"]).counts)
 
 
 def render_vaults(data: dict) -> str:
@@ -226,7 +216,7 @@ def render_status(data: dict) -> str:
         f"data directory: {data['data_dir']}",
         f"published: {published['version']} ({published['model']}) at "
         f"{published['published_at'][:19]}Z", *_version_notes(published),
-        table(rows, STATUS_COLUMNS)])
+        table(rows, ["name", "kind", "published", *data["totals"], "path"])])
 
 
 def _figure_lines(name: str, value: dict | list) -> list[str]:
@@ -300,7 +290,7 @@ def render_vault_context(data: dict, limit: int = 10) -> str:
     kind = data.get("kind", "vault")
     freshness = ("STALE: the published graph changed since (hash "
                  f"{data['published_hash'][:12]})" if data["is_stale"] else "fresh")
-    label = f" ({SOURCE_KINDS.get(kind, kind)})" if kind != "vault" else ""
+    label = f" ({registry.kind(kind).label})" if kind != "vault" else ""
     lines = [f"{data['vault']}{label}: snapshot {data['snapshot_id']} of "
              f"{data['generated_at'][:16]} UTC, {freshness}"
              f"{' (cached)' if data['cache_hit'] else ''}"]

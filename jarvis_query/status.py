@@ -9,41 +9,31 @@ from __future__ import annotations
 import duckdb
 
 from jarvis_core.config import JarvisConfig
+from jarvis_core.sources import registry
 from jarvis_core.stores import serving
 from jarvis_query.snapshot import Snapshot, open_newest
 
-# layer -> the published table counted for it (absent from a version: counted as 0)
-LAYER_TABLES = {"notes": "notes", "attachments": "attachments", "commits": "commits",
-                "repo_files": "repo_files", "repo_docs": "repo_docs", "tickets": "tickets",
-                "messages": "mail_messages", "threads": "mail_threads", "pages": "pages",
-                "failed": "ingest_failures",
-                "chunks": "chunks", "nodes": "graph_nodes", "edges": "graph_edges",
-                "broken_links": "graph_broken_links"}
-LAYERS = [*LAYER_TABLES, "vectors"]
-# source kind -> the layers list-vaults shows for it, and the table of its ingested rows
-KIND_LAYERS = {"vault": ("notes", "attachments"), "repo": ("commits", "repo_docs"),
-               "tickets": ("tickets",), "mail": ("messages", "threads"),
-               "confluence": ("pages",)}
-_INGESTED = {"vault": "notes", "repo": "commits", "tickets": "tickets",
-             "mail": "mail_messages", "confluence": "pages"}
+# layer -> the published table counted for it, after each kind's own (absent from a
+# version: counted as 0)
+SHARED_LAYERS = {"failed": "ingest_failures", "chunks": "chunks", "nodes": "graph_nodes",
+                 "edges": "graph_edges", "broken_links": "graph_broken_links"}
 
 
-def source_location(config: JarvisConfig, name: str) -> str:
-    """Where a source is read: its folder or file (a repository's checkout, else its URL)."""
-    kind = config.source_kind(name)
-    if kind == "repo":
-        repo = config.repos[name]
-        return str(repo.path if repo.path is not None else repo.url)
-    sections = {"vault": config.vaults, "tickets": config.tickets, "mail": config.mail,
-                "confluence": config.confluence}
-    return str(sections[kind][name].path)
+def layer_tables() -> dict[str, str]:
+    """Every layer `jarvis status` counts, with its published table: each kind's first."""
+    return {**{layer: table for kind in registry.kinds() for layer, table in kind.counts.items()},
+            **SHARED_LAYERS}
+
+
+def layers() -> list[str]:
+    return [*layer_tables(), "vectors"]
 
 
 def published_counts(snapshot: Snapshot) -> dict[str, dict[str, int]]:
     """source -> layer -> rows in the version's tables (and vectors from its manifest)."""
     counts: dict[str, dict[str, int]] = {}
     cursor = snapshot.cursor()
-    for layer, table in LAYER_TABLES.items():
+    for layer, table in layer_tables().items():
         if table in snapshot.table_names():
             for source, count in cursor.execute(
                     f"SELECT source, count(*) FROM {table} GROUP BY source").fetchall():
@@ -80,7 +70,7 @@ def store_status(config: JarvisConfig) -> dict:
             damaged.add(snapshot.version.name)  # a table past the damage: the next older one
         finally:
             snapshot.close()
-    sources = {name: {"kind": config.source_kind(name), "path": source_location(config, name)}
+    sources = {name: {"kind": config.source_kind(name), "path": config.sources[name].location}
                for name in config.source_names}
     for name in set(counts) - set(sources):
         sources[name] = {"kind": "unconfigured", "path": None}
@@ -88,9 +78,9 @@ def store_status(config: JarvisConfig) -> dict:
         "data_dir": str(config.data_dir),
         "published": published,
         "sources": [{"name": name, **info, "published": name in counts,
-                     **{layer: counts.get(name, {}).get(layer, 0) for layer in LAYERS}}
+                     **{layer: counts.get(name, {}).get(layer, 0) for layer in layers()}}
                     for name, info in sorted(sources.items())],
-        "totals": {layer: sum(c.get(layer, 0) for c in counts.values()) for layer in LAYERS},
+        "totals": {layer: sum(c.get(layer, 0) for c in counts.values()) for layer in layers()},
     }
 
 
@@ -105,7 +95,7 @@ def list_sources(config: JarvisConfig, snapshot: Snapshot | None) -> dict:
         published = _published(snapshot)
         counts = published_counts(snapshot)
         cursor = snapshot.cursor()
-        for table in _INGESTED.values():
+        for table in {kind.ingested for kind in registry.kinds()}:
             if table in snapshot.table_names():
                 for source, last in cursor.execute(
                         f"SELECT source, max(ingested_at) FROM {table} GROUP BY source"
@@ -118,11 +108,11 @@ def list_sources(config: JarvisConfig, snapshot: Snapshot | None) -> dict:
             counts.setdefault(source, {}).setdefault("by_type", {})[source_type] = count
     sources = []
     for name in config.source_names:
-        kind = config.source_kind(name)
+        kind = config.kind_of(name)
         found = counts.get(name, {})
         sources.append({
-            "name": name, "kind": kind, "path": source_location(config, name),
-            **{layer: found.get(layer, 0) for layer in KIND_LAYERS[kind]},
+            "name": name, "kind": kind.name, "path": config.sources[name].location,
+            **{layer: found.get(layer, 0) for layer in kind.counts},
             "failed": found.get("failed", 0), "chunks": found.get("by_type", {}),
             "last_ingested_at": found.get("last_ingested_at"),
             "last_refresh": published["published_at"] if published and found else None,

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, time
 
 from jarvis_core.config import JarvisConfig
+from jarvis_core.sources import registry
 from jarvis_core.stores.vectors.filters import VectorFilter
 
 MAX_LIMIT = 50
@@ -27,7 +28,14 @@ MAX_LIST_ITEMS = 20
 SHOWN_CHARS = 100
 # The chunks' source types (jarvis_core.text.documents.DOCUMENT_SELECTS, not imported here:
 # it pulls polars into every query process).
-SOURCE_TYPES = ("note", "commit", "repo_doc", "ticket", "email", "page")
+
+
+def source_types() -> tuple[str, ...]:
+    """The document types of the registered kinds (each chunk's ``source_type``)."""
+    return tuple(document.name for kind in registry.kinds() for document in kind.documents)
+
+
+SOURCE_TYPES = source_types()  # what the MCP tools' schemas list
 
 
 class QueryError(ValueError):
@@ -92,7 +100,7 @@ def check_source(config: JarvisConfig, source: str | None) -> None:
 
 def check_vault(config: JarvisConfig, vault: str | None) -> None:
     """Notes are read from vaults only."""
-    if vault is not None and vault not in config.vaults:
+    if vault is not None and vault not in config.sources_of("vault"):
         raise QueryError(f"Unknown vault '{shown(str(vault))}'", "vault")
 
 
@@ -161,10 +169,11 @@ def _names(values: str | Sequence[str] | None, name: str) -> list[str] | None:
 
 def _source_types(values: str | Sequence[str] | None) -> list[str] | None:
     types = _names(values, "source_types")
-    unknown = [value for value in types or () if value not in SOURCE_TYPES]
+    known = source_types()
+    unknown = [value for value in types or () if value not in known]
     if unknown:
         raise QueryError(f"unknown source type '{shown(unknown[0])}': source_types are "
-                         f"{', '.join(SOURCE_TYPES)}", "source_types")
+                         f"{', '.join(known)}", "source_types")
     return types
 
 

@@ -10,6 +10,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import PrivateAttr
 
 from jarvis_core.analytics.backup import backup_dir, restore_history
+from jarvis_core.sources import registry
 from jarvis_core.stores import tables
 from jarvis_core.stores.connections import damaged, is_damage
 from jarvis_resources.config import JarvisConfigResource
@@ -39,7 +40,7 @@ class TablesResource(ConfigurableResource):
             resource = DuckDBResource(database=str(config.duckdb_path),
                                       connection_config=CONNECTION_CONFIG)
             with self._translated(), resource.get_connection() as conn:
-                tables.ensure_schema(conn)
+                tables.ensure_schema(conn, registry.declared_tables())
                 restored = restore_history(conn, backup_dir(config.data_dir))
             if restored:
                 get_dagster_logger().warning(f"analytics history: {restored} snapshots restored "

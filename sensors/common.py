@@ -7,7 +7,8 @@ import json
 
 import dagster as dg
 
-from jarvis_assets.partitions import source_partitions
+from jarvis_assets.partitions import kind_partitions
+from jarvis_core.sources.kind import SourceKind
 
 # The reason tag of the run requested when a source is registered as a partition.
 NEW_SOURCE = "new source"
@@ -35,10 +36,11 @@ def write_cursor(cursor: dict) -> str:
     return json.dumps(cursor, sort_keys=True)
 
 
-def registered_sources(instance: dg.DagsterInstance, names: list[str]) -> list[str]:
-    """``names`` that are registered partitions, sorted: the change sensors check only
-    those; registering (and the first run) belongs to ``source_partitions_sensor``."""
-    known = set(instance.get_dynamic_partitions(source_partitions.name))
+def registered_sources(instance: dg.DagsterInstance, kind: SourceKind,
+                       names: list[str]) -> list[str]:
+    """``names`` that are registered partitions of ``kind``, sorted: the change sensors check
+    only those; registering (and the first run) belongs to ``source_partitions_sensor``."""
+    known = set(instance.get_dynamic_partitions(kind_partitions(kind).name))
     return [name for name in sorted(names) if name in known]
 
 

@@ -8,7 +8,8 @@ import shutil
 
 import pytest
 
-from jarvis_core.config import CACHE_ENV, JarvisConfig, load_config
+from jarvis_core.config import JarvisConfig, load_config
+from jarvis_core.settings import CACHE_ENV
 from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, write_config
 
 # What `jarvis refresh` on the sample (README command 1) converted, exported and embedded.

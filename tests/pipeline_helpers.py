@@ -8,11 +8,12 @@ import dagster as dg
 import yaml
 
 from jarvis_assets.jobs import refresh_sources_job
-from jarvis_assets.partitions import source_partitions
 from jarvis_core.audit import AUDIT_FILE
 from jarvis_core.config import JarvisConfig, load_config
+from jarvis_core.sources import registry
 from jarvis_core.stores.connections import read_only
 from jarvis_definitions import build_definitions
+from jarvis_pipeline.refresh import register_sources
 from jarvis_resources.tables import tables_held_open
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +35,7 @@ def private_copy(published: JarvisConfig, directory: Path) -> JarvisConfig:
     and its data, configured as ``write_config`` makes it: for a module that changes the
     vault or refreshes it, instead of refreshing the sample once more."""
     vault = directory / "vault"
-    shutil.copytree(published.vaults["sample"].path, vault, symlinks=True)
+    shutil.copytree(published.sources["sample"].path, vault, symlinks=True)
     config = write_config(directory / "project", {"sample": vault})
     copy_data(published.data_dir, config.data_dir)
     return config
@@ -47,16 +48,55 @@ def copy_data(data_dir: Path, target: Path) -> None:
                     ignore=shutil.ignore_patterns(".read-copies", f"{AUDIT_FILE}*"))
 
 
+class SourceRun:
+    """A source's ingest run and the run of its later layers (two runs: the raw asset is
+    partitioned by its kind's sources), read as one result."""
+
+    def __init__(self, *results: dg.ExecuteInProcessResult) -> None:
+        self.results = results
+
+    @property
+    def success(self) -> bool:
+        return all(result.success for result in self.results)
+
+    def asset_materializations_for_node(self, node: str) -> list:
+        found = []
+        for result in self.results:
+            if node in {n.name for n in result.job_def.graph.node_defs}:
+                found += result.asset_materializations_for_node(node)
+        return found
+
+    def get_asset_check_evaluations(self) -> list:
+        return [e for result in self.results for e in result.get_asset_check_evaluations()]
+
+    def get_asset_materialization_events(self) -> list:
+        return [e for result in self.results for e in result.get_asset_materialization_events()]
+
+    def get_step_failure_events(self) -> list:
+        return [e for result in self.results for e in result.get_step_failure_events()]
+
+    @property
+    def all_events(self) -> list:
+        return [e for result in self.results for e in result.all_events]
+
+
 def run(config, source: str, instance: dg.DagsterInstance,
-        raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
-    """The refresh job for one source partition, as `jarvis refresh` runs it (the tables
-    file held open meanwhile, so the steps' connections are cheap)."""
-    if source not in instance.get_dynamic_partitions(source_partitions.name):
-        instance.add_dynamic_partitions(source_partitions.name, [source])
-    job = build_definitions(config).resolve_job_def(refresh_sources_job.name)
+        raise_on_error: bool = True) -> SourceRun:
+    """The ingestion of one source, then its later layers, as `jarvis refresh` runs them
+    (the tables file held open meanwhile, so the steps' connections are cheap)."""
+    kind = config.kind_of(source) or next(
+        kind for kind in registry.kinds()
+        if source in instance.get_dynamic_partitions(kind.partitions))
+    register_sources(instance, {source: kind})
+    definitions = build_definitions(config)
     with tables_held_open(config.duckdb_path):
-        return job.execute_in_process(partition_key=source, instance=instance,
-                                      raise_on_error=raise_on_error)
+        ingested = definitions.resolve_job_def(kind.ingest_job).execute_in_process(
+            partition_key=source, instance=instance, raise_on_error=raise_on_error)
+        if not ingested.success:
+            return SourceRun(ingested)
+        return SourceRun(ingested, definitions.resolve_job_def(
+            refresh_sources_job.name).execute_in_process(
+            partition_key=source, instance=instance, raise_on_error=raise_on_error))
 
 
 def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:

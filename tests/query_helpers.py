@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jarvis_core.config import CACHE_ENV, EmbeddingSettings, JarvisConfig
+from jarvis_core.config import JarvisConfig
+from jarvis_core.settings import CACHE_ENV, EmbeddingSettings
 from jarvis_core.stores import serving
 from jarvis_core.stores.publish import place_query_model
 from jarvis_core.text.query_model import prepare_query_model

@@ -5,11 +5,11 @@ import os
 import subprocess
 from pathlib import Path
 
+from jarvis_core.sources import registry
 from jarvis_core.sources.repo.sync import StoredRepo, sync_repository
 from jarvis_core.sources.vault.graph import extract_vault_graph
 from jarvis_core.sources.vault.ingest import StoredNotes, plan_ingest
 from jarvis_core.sources.vault.scan import scan_vault
-from jarvis_core.stores import tables
 from jarvis_core.text.chunking import chunk_document
 
 DOCS = ("README*", "docs/**/*.md")
@@ -64,7 +64,7 @@ class Extracted:
         scan = scan_vault(root)
         plan = plan_ingest(VAULT, scan, StoredNotes.none(), max_note_bytes=10_000_000)
         # through the table schema, so rows look as DuckDB/polars hand them over
-        self.notes = tables.frame("notes", plan.note_rows).to_dicts()
+        self.notes = registry.table("notes").frame(plan.note_rows).to_dicts()
         self.chunk_text: dict[str, str] = {}
         self.chunks = []
         for row in self.notes:

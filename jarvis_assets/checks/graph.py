@@ -3,11 +3,11 @@ are broken; the same rules for the edges between sources."""
 
 import dagster as dg
 
-from jarvis_assets.checks.sources import ratio_warning
 from jarvis_assets.cross_links import cross_source_links
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.metadata import markdown_table
 from jarvis_assets.partitions import source_partitions
+from jarvis_assets.sources import ratio_warning
 from jarvis_core.graph.cross_source import WARN_REASONS
 from jarvis_core.sources.references import CROSS_EXTRACTOR
 from jarvis_core.stores.tables import read_frame

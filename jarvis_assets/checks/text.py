@@ -3,35 +3,38 @@ unique, and the keyword index holds exactly the chunks."""
 
 import dagster as dg
 
-from jarvis_assets.chunks import chunks
 from jarvis_assets.keyword_index import keyword_index
 from jarvis_assets.metadata import markdown_table
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.stores.tables import read_frame
 from jarvis_core.stores.vectors.base import embedding_text
+from jarvis_core.text.documents import documents_sql
 from jarvis_core.text.tokens import token_counter
 from jarvis_resources import JarvisConfigResource, KeywordIndexResource, TablesResource
 
 
-@dg.asset_check(asset=chunks, blocking=True, partitions_def=source_partitions,
-                description="Every note with text in its body has at least one chunk.")
-def every_note_has_chunks(context: dg.AssetCheckExecutionContext,
-                          tables: TablesResource) -> dg.AssetCheckResult:
+@dg.asset_check(asset="chunks", blocking=True, partitions_def=source_partitions,
+                description="Every document with text (a note's body, a ticket, a thread, a "
+                "page...) has at least one chunk.")
+def every_document_has_chunks(context: dg.AssetCheckExecutionContext,
+                              jarvis: JarvisConfigResource,
+                              tables: TablesResource) -> dg.AssetCheckResult:
+    source = context.partition_key
     with tables.get_connection() as conn:
-        missing = read_frame(conn, """
-            SELECT n.source, n.path FROM notes n
-            WHERE n.source = ? AND trim(n.body) <> ''
+        missing = read_frame(conn, f"""
+            SELECT d.source, d.path FROM ({documents_sql(jarvis.load().kind_of(source))}) d
+            WHERE trim(d.text) <> ''
               AND NOT EXISTS (SELECT 1 FROM chunks c
-                              WHERE c.source = n.source AND c.path = n.path)
-            ORDER BY n.path
-        """, [context.partition_key]).to_dicts()
+                              WHERE c.source = d.source AND c.doc_key = d.doc_key)
+            ORDER BY d.path
+        """, [source]).to_dicts()
     return dg.AssetCheckResult(
         passed=not missing,
-        metadata={"notes_without_chunks": len(missing),
+        metadata={"documents_without_chunks": len(missing),
                   "examples": markdown_table(missing, ["source", "path"])})
 
 
-@dg.asset_check(asset=chunks, blocking=True, partitions_def=source_partitions,
+@dg.asset_check(asset="chunks", blocking=True, partitions_def=source_partitions,
                 description="No chunk exceeds the embedding model's token limit, recounted "
                 "with the model's own tokenizer.")
 def chunks_within_token_limit(context: dg.AssetCheckExecutionContext,
@@ -58,7 +61,7 @@ def chunks_within_token_limit(context: dg.AssetCheckExecutionContext,
                   "examples": markdown_table(over, ["path", "chunk_id", "tokens"])})
 
 
-@dg.asset_check(asset=chunks, blocking=True,
+@dg.asset_check(asset="chunks", blocking=True,
                 description="Chunk ids are unique across every source: vectors and graph "
                 "evidence are keyed by them.")
 def chunk_ids_unique(tables: TablesResource) -> dg.AssetCheckResult:

@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 import duckdb
 
 from jarvis_core.analytics.history import AnalyticsSnapshot, graph_content_hash
-from jarvis_core.config import AnalyticsSettings
+from jarvis_core.settings import AnalyticsSettings
 from jarvis_core.stores import tables
 
 QUALITY_FORMULA = ("quality = 100 × (0.35·min(words/300, 1) + 0.25·min(links_out/3, 1) + "

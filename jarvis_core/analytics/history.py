@@ -71,12 +71,12 @@ def record_snapshot(conn: duckdb.DuckDBPyConnection, snapshot: AnalyticsSnapshot
            "figures": json.dumps(snapshot.figures, sort_keys=True, default=str)}
     from jarvis_core.stores import tables  # polars: only the writer needs it
 
-    notes = tables.frame("analytics_notes", (
-        {**{k: n[k] for k in tables.ANALYTICS_NOTES if k in n}, "source": snapshot.source,
-         "snapshot_id": snapshot.snapshot_id} for n in snapshot.notes))
+    notes = tables.ANALYTICS_NOTES.frame(
+        {**{k: n[k] for k in tables.ANALYTICS_NOTES.schema if k in n}, "source": snapshot.source,
+         "snapshot_id": snapshot.snapshot_id} for n in snapshot.notes)
     try:
         with transaction(conn):
-            conn.register("jarvis_snapshot", tables.frame("analytics_snapshots", [row]).to_arrow())
+            conn.register("jarvis_snapshot", tables.ANALYTICS_SNAPSHOTS.frame([row]).to_arrow())
             conn.execute("INSERT INTO analytics_snapshots BY NAME SELECT * FROM jarvis_snapshot")
             if notes.height:
                 conn.register("jarvis_note_rows", notes.to_arrow())

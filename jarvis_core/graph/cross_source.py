@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import duckdb
@@ -91,18 +92,21 @@ def same_person_edges(persons: list[dict]) -> list[Edge]:
     return edges
 
 
-def replace_origins(conn, table: str, origins: set[str] | None, rows: pl.DataFrame) -> None:
+def replace_origins(conn, table: tables.Table, origins: set[str] | None,
+                    rows: Iterable[dict]) -> None:
     """Delete the rows of ``origins`` of any source (all rows for None) and insert ``rows``,
     in one transaction."""
     doomed = pl.DataFrame({"origin": sorted(origins or ())}, schema={"origin": pl.Utf8})
+    frame = table.frame(rows)
     conn.register("jarvis_doomed", doomed.to_arrow())
-    conn.register("jarvis_rows", rows.to_arrow())
+    conn.register("jarvis_rows", frame.to_arrow())
     try:
         with tables.transaction(conn):
-            conn.execute(f"DELETE FROM {table}" if origins is None else
-                         f"DELETE FROM {table} WHERE origin IN (SELECT origin FROM jarvis_doomed)")
-            if rows.height:
-                conn.execute(f"INSERT INTO {table} BY NAME SELECT * FROM jarvis_rows")
+            conn.execute(f"DELETE FROM {table.name}" if origins is None else
+                         f"DELETE FROM {table.name} "
+                         "WHERE origin IN (SELECT origin FROM jarvis_doomed)")
+            if frame.height:
+                conn.execute(f"INSERT INTO {table.name} BY NAME SELECT * FROM jarvis_rows")
     finally:
         conn.unregister("jarvis_doomed")
         conn.unregister("jarvis_rows")
@@ -187,9 +191,6 @@ def apply_to_store(store: GraphStore, links: CrossLinks, nodes: list[dict]) -> i
 def write_tables(conn: duckdb.DuckDBPyConnection, links: CrossLinks) -> None:
     mentions = [{"source": edge.source, "origin": edge.origin, "chunk_id": chunk_id,
                  "node_key": edge.dst} for edge in links.rewritten for chunk_id in edge.evidence]
-    replace_origins(conn, "graph_edges", links.changed,
-                    tables.frame("graph_edges", map(edge_row, links.rewritten)))
-    replace_origins(conn, "chunk_mentions", links.changed,
-                    tables.frame("chunk_mentions", mentions))
-    replace_origins(conn, "unresolved_references", None,
-                    tables.frame("unresolved_references", links.unresolved))
+    replace_origins(conn, tables.GRAPH_EDGES, links.changed, map(edge_row, links.rewritten))
+    replace_origins(conn, tables.CHUNK_MENTIONS, links.changed, mentions)
+    replace_origins(conn, tables.UNRESOLVED_REFERENCES, None, links.unresolved)

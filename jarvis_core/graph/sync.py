@@ -9,8 +9,7 @@ from datetime import datetime
 
 import duckdb
 
-from jarvis_core.graph.extractors import GraphExtractor
-from jarvis_core.sources.extraction import SourceGraph
+from jarvis_core.sources.extraction import GraphExtractor, SourceGraph
 from jarvis_core.sources.plan import ItemCounts
 from jarvis_core.sources.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX
 from jarvis_core.stores import tables
@@ -105,19 +104,19 @@ def write_tables(conn: duckdb.DuckDBPyConnection, source: str, extracted: Source
                   "first_seen": first_seen.get(n.key, now), "last_seen": now}
                  for n in extracted.nodes]
     for table, rows in (
-        ("graph_edges", [edge_row(edge) for edge in update.edges]),
-        ("graph_references", _rows(extracted.references, update.changed)),
-        ("graph_broken_links", _rows(extracted.broken, update.changed)),
-        ("chunk_mentions", _rows(extracted.mentions, update.changed)),
-        ("graph_origins", [{"source": source, "origin": origin, "fingerprint": fingerprint,
+        (tables.GRAPH_EDGES, [edge_row(edge) for edge in update.edges]),
+        (tables.GRAPH_REFERENCES, _rows(extracted.references, update.changed)),
+        (tables.BROKEN_LINKS, _rows(extracted.broken, update.changed)),
+        (tables.CHUNK_MENTIONS, _rows(extracted.mentions, update.changed)),
+        (tables.GRAPH_ORIGINS, [{"source": source, "origin": origin, "fingerprint": fingerprint,
                             "extracted_at": now}
                            for origin, fingerprint in update.fingerprints.items()
                            if origin in update.changed]),
     ):
         tables.replace_rows(conn, table, source=source, remove_paths=update.rewrite,
-                            rows=tables.frame(table, rows), key_column="origin")
-    tables.replace_rows(conn, "graph_nodes", source=source, remove_paths=None,
-                        rows=tables.frame("graph_nodes", node_rows))
+                            rows=rows, key_column="origin")
+    tables.replace_rows(conn, tables.GRAPH_NODES, source=source, remove_paths=None,
+                        rows=node_rows)
     # as in the graph store, a node that is gone (a removed ticket, commit or file) takes the
     # cross-source edges touching it; cross-source linking resolves them again
     conn.execute("DELETE FROM graph_edges WHERE extractor = ? AND NOT ("

@@ -8,10 +8,11 @@ compared with the published serving version — an immutable DuckDB file opened 
 a check never contends with a refresh for a lock — by content: a touched but identical file
 is no change. ``None`` from a comparison means nothing of the source is published yet.
 
-Export sources (ticket sets now; mail and Confluence exports next) share one path: a listing
-function names the export's files, and the published version records the sha256 of each
-file's bytes in a table with ``(source, path, file_hash)`` columns (``path`` relative to the
-source; the empty path is reserved for the settings row a writer may keep there).
+Here are the parts every kind shares, and the watch of export kinds (ticket sets, mail,
+Confluence exports): a listing function names the export's files, and the published version
+records the sha256 of each file's bytes in a table with ``(source, path, file_hash)``
+columns (``path`` relative to the source; the empty path is reserved for the settings row a
+writer may keep there). Vaults and repositories watch in their folders.
 """
 
 from __future__ import annotations
@@ -19,19 +20,16 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from jarvis_core.config import JarvisConfig
 from jarvis_core.sources.confinement import leaves, real_root
-from jarvis_core.sources.repo.git import open_repository, remote_head, resolve_head
-from jarvis_core.sources.tickets.fields import UNREADABLE
-from jarvis_core.sources.vault.scan import VaultScan
+from jarvis_core.sources.kind import Change, ChangeWatch, Look, SourceUnreachable
 from jarvis_core.stores.serving import NotPublished, current_version
 
 MAX_PATHS_TAG_CHARS = 2_000
+UNREADABLE = "(unreadable)"  # the hash recorded for a file that cannot be read
 
 # (file, path relative to the source, ...) of every file of an export, sorted; extra items
 # per entry (say, a mail file's kind) are ignored.
@@ -100,144 +98,6 @@ def content_hash(path: Path) -> str | None:
         return None
 
 
-# --- vaults ------------------------------------------------------------------------------
-
-@dataclass
-class VaultChanges:
-    """What differs between a vault on disk and its published rows, by vault-relative path.
-
-    Attachments count only when added or removed: link resolution (broken links, embeds)
-    depends on which attachments exist, while nothing downstream reads their bytes."""
-
-    added: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    renamed: list[tuple[str, str]] = field(default_factory=list)
-    attachments_added: list[str] = field(default_factory=list)
-    attachments_removed: list[str] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return any((self.added, self.changed, self.deleted, self.renamed,
-                    self.attachments_added, self.attachments_removed))
-
-    def tags(self) -> dict[str, str]:
-        """Run tags: a count per kind of change and the changed paths (truncated)."""
-        paths = [*self.added, *self.changed, *self.deleted,
-                 *(f"{old} -> {new}" for old, new in self.renamed),
-                 *self.attachments_added, *self.attachments_removed]
-        return {"jarvis/added": str(len(self.added)), "jarvis/changed": str(len(self.changed)),
-                "jarvis/deleted": str(len(self.deleted)), "jarvis/renamed": str(len(self.renamed)),
-                "jarvis/attachments_added": str(len(self.attachments_added)),
-                "jarvis/attachments_removed": str(len(self.attachments_removed)),
-                "jarvis/changed_paths": truncated_list(paths)}
-
-
-@dataclass(frozen=True)
-class PublishedVault:
-    """A vault's rows in a serving version: notes (path -> size, mtime, hash), notes that
-    failed as they were (path, size, mtime) and attachment paths."""
-
-    notes: dict[str, tuple[int, int, str]]
-    failures: set[tuple[str, int, int]]
-    attachments: set[str]
-
-    def __bool__(self) -> bool:
-        return bool(self.notes or self.failures or self.attachments)
-
-
-def listing_digest(source: str, scan: VaultScan) -> str:
-    """sha256 of the source name and its sorted (path, size, mtime) listing; the name keeps
-    two vaults with equal listings (say, both empty) from sharing a run key."""
-    digest = hashlib.sha256(source.encode())
-    for file in sorted(scan.files, key=lambda f: f.path):
-        digest.update(f"\0{file.path}\0{file.size_bytes}\0{file.mtime_ns}".encode())
-    return digest.hexdigest()
-
-
-def read_published_vault(tables_path: Path, source: str) -> PublishedVault:
-    with published_cursor(tables_path) as conn:
-        notes = {path: (size, mtime, digest) for path, size, mtime, digest in conn.execute(
-            "SELECT path, size_bytes, mtime_ns, content_hash FROM notes WHERE source = ?",
-            [source]).fetchall()}
-        failures = set(conn.execute(
-            "SELECT path, size_bytes, mtime_ns FROM ingest_failures WHERE source = ?",
-            [source]).fetchall())
-        attachments = {path for (path,) in conn.execute(
-            "SELECT path FROM attachments WHERE source = ?", [source]).fetchall()}
-    return PublishedVault(notes, failures, attachments)
-
-
-def vault_diff(scan: VaultScan, published: PublishedVault) -> VaultChanges:
-    """Notes added, changed, deleted or renamed; only files whose size or mtime differ from
-    their published row are read. A new note whose bytes equal a vanished one's is a rename;
-    a new file that failed before exactly as it is now is no change."""
-    changes = VaultChanges()
-    added_hashes: dict[str, str | None] = {}
-    for note in scan.notes:
-        row = published.notes.get(note.path)
-        if row is None:
-            if (note.path, note.size_bytes, note.mtime_ns) not in published.failures:
-                added_hashes[note.path] = content_hash(note.absolute_path)
-        elif row[:2] != (note.size_bytes, note.mtime_ns) and \
-                content_hash(note.absolute_path) != row[2]:
-            changes.changed.append(note.path)
-
-    on_disk = {note.path for note in scan.notes}
-    added_by_hash: dict[str, list[str]] = {}
-    for path, digest in added_hashes.items():
-        if digest is not None:
-            added_by_hash.setdefault(digest, []).append(path)
-    for path in sorted(set(published.notes) - on_disk):
-        candidates = added_by_hash.get(published.notes[path][2]) or []
-        if candidates:
-            new_path = candidates.pop(0)
-            del added_hashes[new_path]
-            changes.renamed.append((path, new_path))
-        else:
-            changes.deleted.append(path)
-    changes.added = sorted(added_hashes)
-
-    attachments = {file.path for file in scan.attachments}
-    changes.attachments_added = sorted(attachments - published.attachments)
-    changes.attachments_removed = sorted(published.attachments - attachments)
-    return changes
-
-
-def compare_with_published(source: str, scan: VaultScan, tables_path: Path) -> VaultChanges:
-    """What differs between the scan and the vault's rows in the serving version at
-    ``tables_path``."""
-    return vault_diff(scan, read_published_vault(tables_path, source))
-
-
-def vault_changes(source: str, scan: VaultScan, data_dir: Path) -> VaultChanges | None:
-    """What differs from the current serving version; None when it holds nothing of the
-    vault (nothing published yet, or the vault is newer than the version)."""
-    tables_path = published_tables(data_dir)
-    if tables_path is None:
-        return None
-    published = read_published_vault(tables_path, source)
-    return vault_diff(scan, published) if published else None
-
-
-# --- repositories ------------------------------------------------------------------------
-
-def repository_head(config: JarvisConfig, source: str) -> str:
-    """The commit the repository's configured branch names now: ``git ls-remote`` for a
-    ``url:`` repository (nothing is cloned to find out), else the local clone's ref."""
-    repo = config.repos[source]
-    if repo.url is not None:
-        return remote_head(repo.url, repo.branch)
-    return resolve_head(open_repository(repo.path), repo.branch)
-
-
-def published_head(data_dir: Path, source: str) -> str | None:
-    """The head last ingested and published for the repository; None when none is."""
-    rows = published_rows(data_dir, "SELECT head FROM repo_state WHERE source = ?", [source])
-    return rows[0][0] if rows else None
-
-
-# --- file-based exports ------------------------------------------------------------------
-
 def export_files(root: Path, list_files: ListFiles) -> list[tuple[Path, str]]:
     """(file, relative path) of every file of the export at ``root``; a missing export is an
     error rather than an empty listing (which would read as every file removed). A file
@@ -288,3 +148,24 @@ def changed_export_files(source: str, files: list[tuple[Path, str]], data_dir: P
     if before is None:
         return None
     return changed_paths(before, file_hashes(files))
+
+
+def export_watch(list_files: ListFiles, files_table: str) -> ChangeWatch:
+    """The change watch of an export kind: a stat digest of its files, then their hashes
+    against those the published ``files_table`` recorded."""
+
+    def look(source: str, settings) -> Look:
+        try:
+            files = export_files(settings.path, list_files)
+            return Look(stat_digest(source, files), files)
+        except OSError as exc:
+            raise SourceUnreachable(str(exc)) from exc
+
+    def compare(source: str, seen: Look, data_dir: Path) -> Change | None:
+        changed = changed_export_files(source, seen.state, data_dir, files_table)
+        if changed is None:
+            return Change("not published yet", {"jarvis/changed_paths": "(all)"}, first=True)
+        return Change(f"{len(changed)} export files changed",
+                      {"jarvis/changed_paths": truncated_list(changed)}) if changed else None
+
+    return ChangeWatch(look, compare)

@@ -1,16 +1,25 @@
 """What the mail and Confluence writers share: people as table structs, row hashes, change
-sets by key and per-item failure rows."""
+sets by key and per-item failure rows, and the columns those take."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
+import polars as pl
+
+from jarvis_core.progress import Stopwatch
+from jarvis_core.sources.kind import Ingested, IngestRun, SourceUnreachable
 from jarvis_core.sources.people import Identity
-from jarvis_core.sources.plan import failure_row
+from jarvis_core.sources.plan import ItemCounts, failure_row
 
 ERROR = "error"  # the severity of a MailProblem / ConfluenceProblem that is a failure
+IDENTITY = pl.Struct({"name": pl.Utf8, "email": pl.Utf8, "aliases": pl.List(pl.Utf8)})
+ITEM_FAILURE = pl.Struct({"item": pl.Utf8, "reason": pl.Utf8})
 
 
 def identity_row(identity: Identity | None) -> dict | None:
@@ -57,3 +66,29 @@ def failure_rows(source: str, problems: list, now: datetime) -> list[dict]:
 
 def warning_count(problems: list) -> int:
     return sum(1 for problem in problems if problem.severity != ERROR)
+
+
+def read_export(run: IngestRun, stored: Any, watch: Stopwatch, *,
+                file_hashes: Callable[[Path], dict], read_changed: Callable[..., Any],
+                nothing_read: Callable[[], Any], vanished: type[Exception],
+                unchanged_counts: tuple[int, int]) -> Ingested | tuple[dict, Any]:
+    """(file hashes, what was read) of an export source; or what the run did when no file
+    changed (``unchanged_counts``: documents and rows stored). A source no longer
+    configured reads nothing, so its rows go; a vanished export is SourceUnreachable."""
+    path = run.settings.path if run.settings is not None else None
+    try:
+        hashes = file_hashes(path) if path is not None else {}
+        if path is not None and stored.unchanged(hashes):
+            watch.lap("parse")
+            documents, rows = unchanged_counts
+            return Ingested(counts=ItemCounts(unchanged=documents,
+                                              failed=stored.failed).as_dict(),
+                            rows=rows, location=str(path), seconds=watch.seconds,
+                            figures={"files": len(hashes), "files_changed": False})
+        with run.connect() as conn:
+            read = read_changed(conn, run.source, path, stored) if path is not None \
+                else nothing_read()
+    except vanished as exc:  # the folder or file is gone (an unmounted drive)
+        raise SourceUnreachable(str(exc)) from exc
+    watch.lap("parse")
+    return hashes, read

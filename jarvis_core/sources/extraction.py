@@ -1,13 +1,16 @@
-"""What a source's graph extraction returns (``SourceGraph``): its nodes and edges
+"""How a source kind becomes a graph (``GraphExtractor``: the rows it reads and the pure
+function over them) and what every extractor returns (``SourceGraph``): its nodes and edges
 (jarvis_core/stores/graph/elements.py), the links that resolve to no note, the chunks that
 mention a node, and a fingerprint per document of everything it produced."""
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from jarvis_core.settings import GraphSettings
 from jarvis_core.sources.references import GraphReference
 from jarvis_core.stores.graph.elements import Edge, Node
 
@@ -71,3 +74,21 @@ class SourceGraph:
                    fingerprints={origin: fingerprint(items)
                                  for origin, items in sorted(produced.items())},
                    references=list(references))
+
+
+@dataclass(frozen=True)
+class GraphExtractor:
+    """The rows one source kind's graph is made from (SQL with the source as its one
+    parameter) and the pure function over them, the source's settings, the graph settings
+    and the source's chunks."""
+
+    queries: dict[str, str]
+    extract: Callable[[str, Any, GraphSettings, dict[str, list[dict]], list[dict]],
+                      SourceGraph]
+
+
+# A source no longer configured extracts nothing, so its graph is removed.
+NO_GRAPH = GraphExtractor({}, lambda *_: SourceGraph([], [], [], [], {}))
+
+# Person nodes of the other sources: their spellings fold a source's people into theirs.
+OTHER_PEOPLE = "SELECT properties FROM graph_nodes WHERE type = 'person' AND source <> ?"

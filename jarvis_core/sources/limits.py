@@ -13,15 +13,12 @@ size limits still bound the work there."""
 from __future__ import annotations
 
 import _thread
-import math
 import os
 import signal
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-from jarvis_core.sources.vault.parsed_note import ParsedNote
 
 # The interrupt is delivered as this signal's Python handler, without the signal being sent.
 _INTERRUPT = signal.SIGVTALRM
@@ -109,21 +106,6 @@ def cpu_time_limit(seconds: float, what: str) -> Iterator[None]:
                 raise ItemTooSlow(message)
         finally:
             signal.signal(_INTERRUPT, previous)
-
-
-def cap_links(note: ParsedNote, limit: int) -> str | None:
-    """Keep at most ``limit`` links of a note (wikilinks, embeds, markdown links and typed
-    relations, each kind cut in proportion, first written first kept); a warning when any
-    were dropped."""
-    kinds = ("wikilinks", "embeds", "links", "relations")
-    total = sum(len(getattr(note, kind)) for kind in kinds)
-    if total <= limit:
-        return None
-    for kind in kinds:
-        items = getattr(note, kind)
-        setattr(note, kind, items[:math.floor(limit * len(items) / total)])
-    return (f"{total} links, over the {limit} kept per note (ingest.max_links_per_note): "
-            f"only the first {limit} become graph edges")
 
 
 def clip(text: str, limit: int, what: str, warnings: list[str]) -> str:

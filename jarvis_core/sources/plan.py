@@ -13,10 +13,6 @@ from jarvis_core.stores import tables
 # The ingest_failures path of a failure of the whole source rather than one of its items.
 WHOLE_SOURCE = "."
 
-# The main raw table of each source kind: what a source "has" when it cannot be read.
-KIND_TABLES = {"vault": "notes", "repo": "commits", "tickets": "tickets",
-               "mail": "mail_messages", "confluence": "pages"}
-
 
 @dataclass(frozen=True)
 class ItemCounts:
@@ -44,13 +40,13 @@ def failure_row(source: str, path: str, reason: str, *, size_bytes: int | None =
             "mtime_ns": mtime_ns, "detected_at": detected_at or utc_now()}
 
 
-def record_unreachable(conn: duckdb.DuckDBPyConnection, source: str, kind: str,
+def record_unreachable(conn: duckdb.DuckDBPyConnection, source: str, ingested: str,
                        reason: str) -> int:
     """Record that a whole source could not be read (a missing folder, clone or export),
     keeping what earlier runs stored: an empty read would look like everything deleted.
-    Returns how many items of the source stay stored."""
-    tables.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
-                        rows=tables.frame("ingest_failures",
-                                          [failure_row(source, WHOLE_SOURCE, reason)]))
-    return conn.execute(f"SELECT count(*) FROM {KIND_TABLES[kind]} WHERE source = ?",
+    Returns how many items of the source stay stored (rows of its kind's ``ingested``
+    table)."""
+    tables.replace_rows(conn, tables.INGEST_FAILURES, source=source, remove_paths=None,
+                        rows=[failure_row(source, WHOLE_SOURCE, reason)])
+    return conn.execute(f"SELECT count(*) FROM {ingested} WHERE source = ?",
                         [source]).fetchone()[0]

@@ -4,7 +4,7 @@ index, made visible to query processes atomically."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +28,11 @@ class Publication:
 
 
 def publish_version(connect: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
-                    data_dir: Path, vectors: VectorStore, graph: SqliteGraphStore | None,
-                    keyword: KeywordIndex, graph_backend: str, settings: str,
-                    query_model: Path | None = None) -> Publication:
-    """Copy every store into a staging version and commit it; a failure leaves nothing
+                    data_dir: Path, tables: Mapping[str, str], vectors: VectorStore,
+                    graph: SqliteGraphStore | None, keyword: KeywordIndex, graph_backend: str,
+                    settings: str, query_model: Path | None = None) -> Publication:
+    """Copy every store into a staging version and commit it (``tables``: each published
+    table and the query that fills it); a failure leaves nothing
     behind and the current version untouched. ``graph`` is None when the graph lives in a
     server (Neo4j), which readers query directly; so are vectors in a Qdrant server. The
     tables' connection (from ``connect``) is held only while they are copied. A version
@@ -41,7 +42,7 @@ def publish_version(connect: Callable[[], AbstractContextManager[duckdb.DuckDBPy
     name, staging = serving.begin_version(data_dir)
     try:
         with connect() as conn:
-            serving.copy_tables(conn, staging, serving.SERVING_TABLES, serving.SERVING_INDEXES)
+            serving.copy_tables(conn, staging, tables, serving.SERVING_INDEXES)
             chunk_count, chunks_hash = conn.execute(
                 "SELECT count(*), md5(coalesce(string_agg(chunk_id, ',' ORDER BY chunk_id), "
                 "'')) FROM chunks").fetchone()

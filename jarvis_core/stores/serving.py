@@ -31,37 +31,26 @@ KEYWORD_DIR = "keyword"
 ENCODER_DIR = "encoder"  # the exported query model (jarvis_core/text/query_model.py)
 MANIFEST_FILE = "manifest.json"
 KEEP_VERSIONS = 2
-# Search results are joined to their chunk rows by id, and keyword and GraphRAG results to
-# their documents' chunks: indexes make those point lookups (100k chunks: 46 -> 8 ms).
-# Table -> the query that fills its serving copy (note bodies stay out: read-note reads files).
+# Table -> the query that fills its serving copy: here the tables every kind shares; each
+# kind adds its own (``SourceKind.serving``), leaving out what the query side does not read
+# (note bodies stay out: read-note reads files).
 SERVING_TABLES = {
-    "notes": "SELECT * EXCLUDE (body) FROM notes",
     "chunks": "SELECT * FROM chunks",
-    "attachments": "SELECT * FROM attachments",
+    "documents": "SELECT * FROM documents",
     "ingest_failures": "SELECT * FROM ingest_failures",
     "graph_nodes": "SELECT * FROM graph_nodes",
     "graph_edges": "SELECT * FROM graph_edges",
     "graph_broken_links": "SELECT * FROM graph_broken_links",
     "chunk_mentions": "SELECT * FROM chunk_mentions",
-    "tickets": "SELECT * EXCLUDE (text) FROM tickets",
-    "commits": "SELECT * EXCLUDE (message) FROM commits",
-    "repo_files": "SELECT * FROM repo_files",
-    "repo_docs": "SELECT * EXCLUDE (text) FROM repo_docs",
-    "mail_messages": "SELECT * EXCLUDE (body) FROM mail_messages",
-    "mail_threads": "SELECT * EXCLUDE (text) FROM mail_threads",
-    "pages": "SELECT * EXCLUDE (text) FROM pages",
     "unresolved_references": "SELECT * FROM unresolved_references",
-    # what the repository and export sensors compare with (last ingested head, file hashes)
-    "repo_state": "SELECT * FROM repo_state",
-    "ticket_files": "SELECT * FROM ticket_files",
-    "mail_files": "SELECT source, path, kind, file_hash FROM mail_files",
-    "page_files": "SELECT source, path, file_hash FROM page_files",
     # the whole snapshot history (trends), and the per-note rows of each newest snapshot
     "analytics_snapshots": "SELECT * FROM analytics_snapshots",
     "analytics_notes": "SELECT n.* FROM analytics_notes n JOIN (SELECT source, "
                        "arg_max(snapshot_id, generated_at) AS snapshot_id "
                        "FROM analytics_snapshots GROUP BY source) USING (source, snapshot_id)",
 }
+# Search results are joined to their chunk rows by id, and keyword and GraphRAG results to
+# their documents' chunks: indexes make those point lookups (100k chunks: 46 -> 8 ms).
 SERVING_INDEXES = {"chunks_by_id": "chunks(chunk_id)", "chunks_by_doc": "chunks(doc_key)"}
 
 

@@ -13,44 +13,15 @@ import duckdb
 import polars as pl
 
 from jarvis_core import progress
+from jarvis_core.sources.kind import DOCUMENT_COLUMNS, SourceKind
 from jarvis_core.sources.plan import ItemCounts
 from jarvis_core.stores import tables
+from jarvis_core.stores.transaction import transaction
 from jarvis_core.text.chunking import chunk_document
 from jarvis_core.text.tokens import TokenCounter
 
 CHUNKER_VERSION = 1
 PROGRESS_EVERY = 100  # documents between progress reports
-
-# Every source kind contributes its documents through one select of this shape ($1 is the
-# source); only parsing is source-specific, chunking and everything after it is shared.
-DOCUMENT_SELECTS = {
-    "note": """SELECT source, 'note' AS source_type, note_key AS doc_key, path, title,
-                      body AS text, content_hash AS doc_hash
-               FROM notes WHERE source = $1""",
-    "commit": """SELECT source, 'commit' AS source_type,
-                        'commit:' || source || '/' || sha AS doc_key,
-                        'commits/' || sha AS path, subject AS title, message AS text,
-                        sha AS doc_hash
-                 FROM commits WHERE source = $1""",
-    "repo_doc": """SELECT source, 'repo_doc' AS source_type,
-                          'repo_doc:' || source || '/' || path AS doc_key,
-                          path, title, text, blob_sha AS doc_hash
-                   FROM repo_docs WHERE source = $1""",
-    "ticket": """SELECT source, 'ticket' AS source_type, 'ticket:' || key AS doc_key,
-                        'tickets/' || key AS path, key || ': ' || summary AS title, text,
-                        content_hash AS doc_hash
-                 FROM tickets WHERE source = $1""",
-    "email": """SELECT source, 'email' AS source_type,
-                       'thread:' || source || '/' || thread_id AS doc_key,
-                       'threads/' || thread_id AS path, subject AS title, text,
-                       content_hash AS doc_hash
-                FROM mail_threads WHERE source = $1""",
-    "page": """SELECT source, 'page' AS source_type, 'page:' || source || '/' || page_id AS doc_key,
-                      'pages/' || page_id AS path, title, text, content_hash AS doc_hash
-               FROM pages WHERE source = $1""",
-}
-_DOCUMENTS_SQL = "\nUNION ALL\n".join(DOCUMENT_SELECTS.values())
-
 
 @dataclass(frozen=True)
 class Document:
@@ -168,17 +139,39 @@ class StaleDocuments:
     existing_ids: dict[str, set[str]]   # path -> chunk ids stored now
 
 
-def read_stale_documents(conn: duckdb.DuckDBPyConnection, source: str,
+def documents_sql(kind: SourceKind | None) -> str:
+    """Every document of a source of ``kind`` ($1 is the source), with its text: the union of
+    the kind's document selects; none for a source no longer configured."""
+    if kind is None:
+        return ("SELECT " + ", ".join(f"NULL AS {column}" for column in DOCUMENT_COLUMNS)
+                + " WHERE $1 IS NULL")
+    return "\nUNION ALL\n".join(document.select for document in kind.documents)
+
+
+def write_documents(conn: duckdb.DuckDBPyConnection, source: str, kind: SourceKind | None
+                    ) -> None:
+    """The source's rows of the ``documents`` table, made again from its kind's selects
+    (their text left out): cheap, and never stale when a date or label moves without the
+    text."""
+    with transaction(conn):
+        conn.execute("DELETE FROM documents WHERE source = ?", [source])
+        conn.execute("INSERT INTO documents BY NAME SELECT * EXCLUDE (text) "
+                     f"FROM ({documents_sql(kind)})", [source])
+
+
+def read_stale_documents(conn: duckdb.DuckDBPyConnection, source: str, kind: SourceKind | None,
                          config_id: str) -> StaleDocuments:
-    """Compare the source's documents with what was chunked, reading the text of only the
-    new and changed ones."""
-    current = tables.read_frame(conn, f"SELECT path, doc_hash FROM ({_DOCUMENTS_SQL})",
+    """Compare the source's documents (written to ``documents`` first) with what was
+    chunked, reading the text of only the new and changed ones."""
+    write_documents(conn, source, kind)
+    current = tables.read_frame(conn, "SELECT path, doc_hash FROM documents WHERE source = ?",
                                 [source])
     chunked = tables.read_frame(conn, "SELECT path, doc_hash, chunk_config "
                                       "FROM chunked_documents WHERE source = ?", [source])
     new, changed, deleted, unchanged = stale_documents(current, chunked, config_id)
     documents = [Document(**row) for row in tables.read_frame(
-        conn, f"SELECT * FROM ({_DOCUMENTS_SQL}) WHERE list_contains($2, path)",
+        conn, "SELECT source, source_type, doc_key, path, title, text, doc_hash "
+              f"FROM ({documents_sql(kind)}) WHERE list_contains($2, path)",
         [source, new + changed]).iter_rows(named=True)]
     existing_ids: dict[str, set[str]] = {}
     for path, chunk_id in conn.execute("SELECT path, chunk_id FROM chunks WHERE source = ?",
@@ -190,8 +183,9 @@ def read_stale_documents(conn: duckdb.DuckDBPyConnection, source: str,
 def write_chunks(conn: duckdb.DuckDBPyConnection, plan: ChunkPlan) -> tuple[int, int]:
     """Replace the chunks of the documents the plan touched; (chunks stored, most tokens in
     one chunk) after it."""
-    for table, rows in (("chunks", plan.chunk_rows), ("chunked_documents", plan.document_rows)):
+    for table, rows in ((tables.CHUNKS, plan.chunk_rows),
+                        (tables.CHUNKED_DOCUMENTS, plan.document_rows)):
         tables.replace_rows(conn, table, source=plan.source, remove_paths=plan.removed_paths,
-                            rows=tables.frame(table, rows))
+                            rows=rows)
     return conn.execute("SELECT count(*), coalesce(max(token_count), 0) FROM chunks "
                         "WHERE source = ?", [plan.source]).fetchone()

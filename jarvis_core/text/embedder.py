@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jarvis_core.config import DEFAULT_MODEL
+from jarvis_core.settings import DEFAULT_MODEL
 from jarvis_core.text.openvino_backend import (
     BatchEncoder,
     Settings,

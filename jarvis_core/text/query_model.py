@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from jarvis_core.config import EmbeddingSettings
+from jarvis_core.settings import EmbeddingSettings
 from jarvis_core.text.export import ExportError, export_query_model
 
 FLOAT32_BACKENDS = ("auto", "openvino", "torch-fp32")  # auto chooses among float32 only

@@ -25,7 +25,8 @@ from jarvis_assets.partitions import source_partitions
 from jarvis_cli.main import cli
 from jarvis_core.analytics.figures import compute_snapshot
 from jarvis_core.analytics.history import graph_content_hash, record_snapshot
-from jarvis_core.config import AnalyticsSettings
+from jarvis_core.settings import AnalyticsSettings
+from jarvis_core.sources import registry
 from jarvis_core.stores import tables
 from jarvis_resources import build_resources
 from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, checks, metadata, run, write_config
@@ -452,10 +453,10 @@ def test_cross_source_figures(tmp_path):
         ],
     }
     with duckdb.connect(str(tmp_path / "x.duckdb")) as conn:
-        tables.ensure_schema(conn)
+        tables.ensure_schema(conn, registry.declared_tables())
         for table, rows in vault_tables.items():
-            tables.replace_rows(conn, table, source="any", remove_paths=None,
-                               rows=tables.frame(table, rows))
+            tables.replace_rows(conn, registry.table(table), source="any", remove_paths=None,
+                               rows=rows)
         figures = {s: compute_snapshot(conn, s, SETTINGS, now).figures["cross_source"]
                    for s in ("v", "t", "r")}
     assert figures["v"]["most_cited_tickets"] == [

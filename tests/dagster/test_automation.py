@@ -17,7 +17,7 @@ PER_SOURCE_LAYERS = ("raw_notes", "chunks", "embeddings", "knowledge_graph")
 # The refresh job materializes every raw asset for a partition (those of another source kind
 # as no-ops), so chunks find none of their deps missing.
 RAW_ASSETS = ("raw_notes", "raw_repository", "raw_tickets", "raw_mail", "raw_pages")
-CHUNK_CHECKS = ("chunk_ids_unique", "chunks_within_token_limit", "every_note_has_chunks")
+CHUNK_CHECKS = ("chunk_ids_unique", "chunks_within_token_limit", "every_document_has_chunks")
 # Checks of one source are partitioned like their asset; chunk id uniqueness spans sources.
 UNPARTITIONED_CHECKS = ("chunk_ids_unique",)
 
@@ -67,7 +67,7 @@ def latest_materialization(instance, asset: str, partition: str):
         storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp)
 
 
-@pytest.mark.parametrize("failing_check", [None, "chunk_ids_unique", "every_note_has_chunks"])
+@pytest.mark.parametrize("failing_check", [None, "chunk_ids_unique", "every_document_has_chunks"])
 def test_failed_blocking_check_stops_the_next_layer(sample_config, instance, failing_check):
     cursor = evaluate(sample_config, instance).cursor
     for asset in (*RAW_ASSETS, "chunks"):

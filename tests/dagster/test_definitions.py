@@ -105,7 +105,7 @@ def test_webserver_serves_the_asset_graph_from_workspace_yaml(tmp_path, sample_c
     assert by_key["raw_notes"]["groupName"] == "sources"
     assert all(node["description"] for node in by_key.values())
     check_names = {check["name"] for check in by_key["chunks"]["assetChecksOrError"]["checks"]}
-    assert {"every_note_has_chunks", "chunks_within_token_limit"} <= check_names
+    assert {"every_document_has_chunks", "chunks_within_token_limit"} <= check_names
 
 
 def test_shipped_workspace_names_the_entry_point():

@@ -11,18 +11,18 @@ import shutil
 import dagster as dg
 import pytest
 import yaml
+from sensors.export_changes import confluence_exports_sensor, mail_changes_sensor
 
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.config import load_config
+from jarvis_core.pending import pending_sources
 from jarvis_core.sources.confluence.graph import page_key
 from jarvis_core.sources.mail.graph import thread_key
-from jarvis_core.sources.pending import pending_sources
 from jarvis_core.stores import serving
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_core.stores.keyword import KeywordSearcher
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_pipeline.refresh import run_refresh
-from sensors.export_changes import confluence_exports_sensor, mail_changes_sensor
 from tests.dagster.sensor_helpers import tick
 from tests.export_helpers import (
     DANIEL,

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from jarvis_cli.main import cli
-from jarvis_core.config import WEBHOOK_ENV
 from jarvis_core.notifications import Notice, notify, recent
+from jarvis_core.settings import WEBHOOK_ENV
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_resources import build_resources
 from sensors.run_failures import run_failure_notices

@@ -5,8 +5,8 @@ import shutil
 
 import dagster as dg
 import pytest
-
 from jarvis_assets.notes import raw_notes
+
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.stores import tables
 from jarvis_core.stores.connections import read_only
@@ -25,7 +25,7 @@ def test_sample_vault_materializes_with_every_check_passing(sample_config, insta
     result = run(sample_config, "sample", instance)
     assert result.success
     evaluations = checks(result)
-    assert set(evaluations) == {"failed_file_ratio", "every_note_has_chunks",
+    assert set(evaluations) == {"failed_file_ratio", "every_document_has_chunks",
                                 "chunks_within_token_limit", "chunk_ids_unique",
                                 "vectors_match_chunks", "vector_dimension_matches_model",
                                 "no_orphan_vectors", "no_dangling_edges",
@@ -140,7 +140,7 @@ def test_blocking_checks_fail_on_broken_chunks(sample_config, instance):
     result = run(sample_config, "sample", instance, raise_on_error=False)  # nothing changed
     assert not result.success
     evaluations = checks(result)
-    for name in ("chunk_ids_unique", "chunks_within_token_limit", "every_note_has_chunks"):
+    for name in ("chunk_ids_unique", "chunks_within_token_limit", "every_document_has_chunks"):
         assert not evaluations[name].passed, name
         assert evaluations[name].blocking, name
 

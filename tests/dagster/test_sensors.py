@@ -7,12 +7,12 @@ import warnings
 
 import dagster as dg
 import pytest
+from sensors.export_changes import export_changes_sensor
+from sensors.vault_changes import vault_changes_sensor
 
 import sensors
 from jarvis_assets.partitions import source_partitions
-from sensors.export_changes import export_changes_sensor
 from sensors.source_partitions import source_partitions_sensor
-from sensors.vault_changes import vault_changes_sensor
 from tests.dagster.sensor_helpers import (
     NOTE,
     apply,
@@ -104,7 +104,7 @@ def test_the_first_run_is_not_requested_twice(config, instance):
     record_run(instance, first_run)
     first_look = tick(vault_changes_sensor, config, instance)
     assert first_look.run_requests == []
-    with (config.vaults["sample"].path / NOTE).open("a") as handle:
+    with (config.sources["sample"].path / NOTE).open("a") as handle:
         handle.write("\nOne more line.\n")
     [run] = tick(vault_changes_sensor, config, instance, first_look.cursor).run_requests
     assert run.tags["jarvis/reason"] == "nothing published yet"
@@ -181,7 +181,7 @@ def test_added_vault_is_registered(published, instance, tmp_path):
     second = tmp_path / "second"
     second.mkdir()
     (second / "Hello.md").write_text("# Hello\n")
-    both = write_config(tmp_path / "project", {"sample": published.vaults["sample"].path,
+    both = write_config(tmp_path / "project", {"sample": published.sources["sample"].path,
                                                "second": second})
     result = tick(source_partitions_sensor, both, instance, cursor)
     [add] = result.dynamic_partitions_requests
@@ -199,7 +199,7 @@ def test_nothing_changed_requests_no_run(published, instance):
 
 def test_touched_file_requests_no_run(published, instance):
     cursor = settled(published, instance)
-    path = published.vaults["sample"].path / NOTE
+    path = published.sources["sample"].path / NOTE
     stat = path.stat()
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
     result = tick(vault_changes_sensor, published, instance, cursor)
@@ -231,7 +231,7 @@ def _rename(vault):
 ], ids=["add", "edit", "delete", "rename"])
 def test_each_change_requests_one_run_with_its_tags(published, instance, change, counts, paths):
     cursor = settled(published, instance)
-    change(published.vaults["sample"].path)
+    change(published.sources["sample"].path)
     result = tick(vault_changes_sensor, published, instance, cursor)
     [run] = result.run_requests
     assert run.partition_key == "sample" and run.run_key == json.loads(result.cursor)[
@@ -245,7 +245,7 @@ def test_each_change_requests_one_run_with_its_tags(published, instance, change,
 
 def test_attachments_count_only_when_added_or_removed(published, instance):
     cursor = settled(published, instance)
-    attachments = published.vaults["sample"].path / "Attachments"
+    attachments = published.sources["sample"].path / "Attachments"
     with (attachments / "sensor-calibration.csv").open("a") as handle:
         handle.write("9,9\n")
     edited = tick(vault_changes_sensor, published, instance, cursor)
@@ -257,7 +257,7 @@ def test_attachments_count_only_when_added_or_removed(published, instance):
 
 def test_cursor_survives_a_restart(published, instance):
     cursor = settled(published, instance)
-    _edit(published.vaults["sample"].path)
+    _edit(published.sources["sample"].path)
     before = tick(vault_changes_sensor, published, instance, cursor)
     with dg.DagsterInstance.ephemeral() as restarted:
         restarted.add_dynamic_partitions(source_partitions.name, ["sample"])
@@ -275,10 +275,10 @@ def test_an_unreadable_cursor_counts_as_none(published, instance):
 
 def test_an_unreadable_vault_does_not_stop_the_others(published, instance, tmp_path, capfd):
     cursor = settled(published, instance)
-    both = write_config(tmp_path / "project", {"sample": published.vaults["sample"].path,
+    both = write_config(tmp_path / "project", {"sample": published.sources["sample"].path,
                                                "second": tmp_path / "unmounted"})
     instance.add_dynamic_partitions(source_partitions.name, ["second"])
-    _edit(published.vaults["sample"].path)
+    _edit(published.sources["sample"].path)
     result = tick(vault_changes_sensor, both, instance, cursor)
     assert [run.partition_key for run in result.run_requests] == ["sample"]
     assert "second" not in json.loads(result.cursor)["digests"]

@@ -141,7 +141,7 @@ def test_reading_stays_inside_the_configured_sources(published, tmp_path):
     """The published version still holds the mailbox, but a configuration without it reads
     none of its threads (and a repository or ticket set is no place to read from)."""
     config, _ = published
-    other = write_config(tmp_path, {"notes": config.vaults["notes"].path},
+    other = write_config(tmp_path, {"notes": config.sources["notes"].path},
                          confluence={"lumen-wiki": str(SAMPLE_CONFLUENCE)},
                          tickets={"issues": str(tmp_path / "issues.json")},
                          data_dir=str(config.data_dir))

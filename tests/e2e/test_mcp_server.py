@@ -255,7 +255,7 @@ def test_search_graph(session):
 
 def test_read_note(session, published):
     data = answer(session, "read")
-    sleep = published.vaults["sample"].path / "Areas" / "Health" / "Sleep.md"
+    sleep = published.sources["sample"].path / "Areas" / "Health" / "Sleep.md"
     assert data["content"] == sleep.read_text() and data["title"] == "Sleep"
     assert {"health", "sleep"} <= set(data["tags"]) and data["published"] is True
     assert "Reading/Books/Why We Sleep.md" in [n["path"] for n in data["links"]]
@@ -396,7 +396,7 @@ def test_nothing_published_yet(tmp_path, sample_vault):
 def test_a_refresh_is_served_without_restarting_the_server(published, tmp_path):
     """The server keeps answering from the published version while a refresh runs, and
     answers from the new one as soon as it is published."""
-    note = published.vaults["sample"].path / "Personal" / "Recipes" / "Shakshuka.md"
+    note = published.sources["sample"].path / "Personal" / "Recipes" / "Shakshuka.md"
     query = ("search-vault", {"query": "zanzibarquokka", "search_content": True})
 
     def edit_and_refresh():

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jarvis_core.config import CACHE_ENV
+from jarvis_core.settings import CACHE_ENV
 from jarvis_core.text.chunking import chunk_document
 from jarvis_core.text.embedder import OPENVINO, TORCH_FP32, Embedder
 from jarvis_core.text.export import export_query_model

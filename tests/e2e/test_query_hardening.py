@@ -46,7 +46,7 @@ def two_versions(tmp_path_factory):
             env.delenv(name, raising=False)
         config = documents_config(tmp_path_factory.mktemp("hardening"))
         assert run_refresh(config)["ok"]
-        (config.vaults["notes"].path / "Sleep.md").write_text("# Sleep\n\nNine hours now.\n")
+        (config.sources["notes"].path / "Sleep.md").write_text("# Sleep\n\nNine hours now.\n")
         assert run_refresh(config)["ok"]
     newest, previous = serving.published_names(config.data_dir)
     assert serving.current_name(config.data_dir) == newest
@@ -100,7 +100,7 @@ def test_oversized_arguments_are_refused_with_a_prefix_at_most(two_versions):
 
 def test_a_long_path_never_shows_where_the_vault_is(two_versions):
     config, _, _ = two_versions
-    vault = str(config.vaults["notes"].path)
+    vault = str(config.sources["notes"].path)
     kb = KnowledgeBase(config)
     try:
         for path in ("n" * 300 + ".md",  # a name longer than a file name can be

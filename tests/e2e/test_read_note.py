@@ -102,7 +102,7 @@ def test_a_file_that_turns_out_to_be_outside_when_opened_is_refused(setup):
     """What a folder swapped for an outward symlink between the check and the open yields."""
     kb, outside = setup
     with pytest.raises(NoteAccessError, match="changed while being opened"):
-        _read_file(kb.config.vaults["a"].path, outside / "secret.md", "Leak.md", 4096)
+        _read_file(kb.config.sources["a"].path, outside / "secret.md", "Leak.md", 4096)
 
 
 def test_a_note_is_read_from_disk_with_frontmatter_and_tags(setup):
@@ -156,7 +156,7 @@ def test_list_vaults_before_anything_is_published(setup):
     assert data["published"] is None
     assert [(v["name"], v["kind"], v["notes"]) for v in data["vaults"]] == [
         ("a", "vault", 0), ("b", "vault", 0)]
-    assert data["vaults"][0]["path"] == os.path.realpath(kb.config.vaults["a"].path)
+    assert data["vaults"][0]["path"] == os.path.realpath(kb.config.sources["a"].path)
     assert [(s["name"], s["kind"]) for s in data["other_sources"]] == [
         ("code", "repo"), ("issues", "tickets")]
     assert all(s["last_refresh"] is None for s in data["vaults"] + data["other_sources"])

@@ -100,7 +100,7 @@ def test_model_change_goes_to_a_new_collection(edited, tmp_path):
     vault = tmp_path / "two-notes"
     for name in ("Personal/Recipes/Shakshuka.md", "Areas/Health/Sleep.md"):
         (vault / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(config.vaults["sample"].path / name, vault / name)
+        shutil.copy(config.sources["sample"].path / name, vault / name)
     other = write_config(config.config_path.parent, {"sample": vault},
                          embedding={"model": str(copy)})
     report = run_refresh(other)
@@ -140,7 +140,7 @@ def test_query_process_keeps_answering_during_a_refresh(edited):
                                "600"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
     try:
         answers = [json.loads(reader.stdout.readline())]  # answered from the first version
-        recipe = config.vaults["sample"].path / "Personal/Recipes/Shakshuka.md"
+        recipe = config.sources["sample"].path / "Personal/Recipes/Shakshuka.md"
         recipe.write_text(recipe.read_text() + "\n\n## Variation\n\nAdd crumbled feta and "
                                                "fresh coriander at the end.\n")
         assert run_refresh(config)["ok"]

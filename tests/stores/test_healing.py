@@ -15,6 +15,7 @@ import duckdb
 import pytest
 
 from jarvis_core.analytics.backup import back_up_history, restore_history
+from jarvis_core.sources import registry
 from jarvis_core.stores import serving, tables
 from jarvis_core.stores.connections import TablesDamaged, read_only
 from jarvis_core.stores.healing import (
@@ -47,15 +48,15 @@ def data_dir(tmp_path) -> Path:
     data = tmp_path / "data"
     data.mkdir()
     with duckdb.connect(str(data / "jarvis.duckdb")) as conn:
-        tables.ensure_schema(conn)
+        tables.ensure_schema(conn, registry.declared_tables())
         chunks = [{"chunk_id": f"{source[0] * 2}{index:030x}", "source": source,
                    "source_type": "note", "doc_key": note_key(source, f"n{index}.md"),
                    "path": f"n{index}.md", "title": f"Note {index}", "position": 0,
                    "heading_path": [], "context": f"Note {index}", "text": text,
                    "token_count": 8, "char_start": 0, "char_end": len(text), "doc_hash": "h"}
                   for source, texts in TEXTS.items() for index, text in enumerate(texts)]
-        tables.replace_rows(conn, "chunks", source="alpha", remove_paths=None,
-                            rows=tables.frame("chunks", chunks))
+        tables.replace_rows(conn, registry.table("chunks"), source="alpha", remove_paths=None,
+                            rows=chunks)
         now = datetime(2026, 10, 1)
         nodes = [{"source": "alpha", "node_key": key, "type": kind, "title": key,
                   "node_source": "alpha" if kind == "note" else None, "properties": "{}",
@@ -70,8 +71,8 @@ def data_dir(tmp_path) -> Path:
                                                       ("tag:ops", "TAGGED"),
                                                       ("note:gone/x.md", "LINKS_TO")))]
         for table, rows in (("graph_nodes", nodes), ("graph_edges", edges)):
-            tables.replace_rows(conn, table, source="alpha", remove_paths=None,
-                                rows=tables.frame(table, rows))
+            tables.replace_rows(conn, registry.table(table), source="alpha", remove_paths=None,
+                                rows=rows)
     name, staging = serving.begin_version(data)
     serving.commit_version(data, name, staging, {
         "collection": "c", "vectors": {"alpha": 2, "beta": 3}, "keyword": {"alpha": 2,
@@ -174,7 +175,7 @@ def test_a_damaged_tables_file_is_named_with_what_to_do(tmp_path):
 def test_the_analytics_history_outlives_its_tables_file(tmp_path):
     backup = tmp_path / "backup"
     with duckdb.connect(str(tmp_path / "old.duckdb")) as conn:
-        tables.ensure_schema(conn)
+        tables.ensure_schema(conn, registry.declared_tables())
         for number in range(3):
             conn.execute("INSERT INTO analytics_snapshots (source, snapshot_id, generated_at, "
                          "figures) VALUES ('v', ?, ?, '{}')",
@@ -183,7 +184,7 @@ def test_the_analytics_history_outlives_its_tables_file(tmp_path):
                          "VALUES ('v', ?, 'note:v/a.md', 'a.md')", [f"s{number}"])
         back_up_history(conn, backup)
     with duckdb.connect(str(tmp_path / "new.duckdb")) as conn:  # the rebuilt file
-        tables.ensure_schema(conn)
+        tables.ensure_schema(conn, registry.declared_tables())
         assert restore_history(conn, backup) == 3
         assert conn.execute("SELECT snapshot_id FROM analytics_notes").fetchall() == [("s2",)]
         assert restore_history(conn, backup) == 0  # a file with history is left alone

@@ -10,26 +10,28 @@ import duckdb
 import pytest
 
 from jarvis_core.config import config_from_mapping
+from jarvis_core.sources import registry
 from jarvis_core.sources.changes import (
-    PublishedVault,
+    UNREADABLE,
     changed_export_files,
     changed_paths,
-    compare_with_published,
     export_files,
     file_hashes,
-    listing_digest,
     published_file_hashes,
-    published_head,
-    repository_head,
     stat_digest,
     truncated_list,
+)
+from jarvis_core.sources.listings import ticket_files
+from jarvis_core.sources.repo.changes import published_head, repository_head
+from jarvis_core.sources.vault.changes import (
+    PublishedVault,
+    compare_with_published,
+    listing_digest,
     vault_changes,
     vault_diff,
 )
-from jarvis_core.sources.listings import ticket_files
-from jarvis_core.sources.tickets.fields import UNREADABLE
 from jarvis_core.sources.vault.scan import scan_existing_vault
-from jarvis_core.stores import serving, tables
+from jarvis_core.stores import serving
 
 NOTE = "Inbox/Capture.md"
 
@@ -69,12 +71,12 @@ def publish(data_dir: Path, rows: dict[str, list[dict]]) -> Path:
     name, staging = serving.begin_version(data_dir)
     with duckdb.connect() as conn:
         for table in PUBLISHED:
-            conn.execute(tables.create_table_sql(table))
+            conn.execute(registry.table(table).create_sql())
         for table, table_rows in rows.items():
             for row in table_rows:
                 conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES "
                              f"({', '.join('?' * len(row))})", list(row.values()))
-        serving.copy_tables(conn, staging, {table: serving.SERVING_TABLES[table]
+        serving.copy_tables(conn, staging, {table: registry.published_tables()[table]
                                             for table in PUBLISHED})
     return serving.commit_version(data_dir, name, staging, {}).tables_path
 
@@ -188,7 +190,8 @@ def test_repository_head_local_and_by_url_and_published(tmp_path):
     config = config_from_mapping({"repos": {
         "local": str(repo), "remote": {"url": str(tmp_path / "code.bundle"), "branch": "main"}}},
         base_dir=tmp_path)
-    assert repository_head(config, "local") == repository_head(config, "remote") == head
+    heads = {repository_head(config.sources[name]) for name in ("local", "remote")}
+    assert heads == {head}
 
     assert published_head(config.data_dir, "local") is None
     publish(config.data_dir, {"repo_state": [{"source": "local", "head": head}]})

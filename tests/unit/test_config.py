@@ -10,14 +10,14 @@ def test_shorthand_and_full_vault_forms(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     config = write_config(tmp_path, {"a": tmp_path / "a"})
-    assert config.vaults["a"].path == (tmp_path / "a").resolve()
+    assert config.sources["a"].path == (tmp_path / "a").resolve()
     assert config.data_dir == (tmp_path / "data").resolve()
 
     path = tmp_path / "full.yaml"
     path.write_text("vaults:\n  one: a\n  two:\n    path: b\n    exclude: ['drafts/**']\n")
     config = load_config(path)
     assert config.source_names == ["one", "two"]
-    assert config.vaults["two"].exclude == ("drafts/**",)
+    assert config.sources["two"].exclude == ("drafts/**",)
     assert config.data_dir == (tmp_path / ".jarvis").resolve()
 
 
@@ -69,4 +69,4 @@ def test_missing_config_file_is_named(tmp_path):
 
 def test_shipped_configuration_is_valid():
     config = load_config(PROJECT_ROOT / "jarvis.yaml")
-    assert "sample" in config.vaults
+    assert "sample" in config.sources_of("vault")

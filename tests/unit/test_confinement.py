@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from jarvis_core.sources import registry
 from jarvis_core.sources.changes import export_files
 from jarvis_core.sources.confinement import NOT_UTF8_NAME, OUTSIDE_SOURCE
 from jarvis_core.sources.listings import confluence_export_files as confluence_files
@@ -75,7 +76,7 @@ def test_a_non_utf8_file_name_is_a_reported_failure_the_tables_can_store(tmp_pat
         "caf\\xe9-\\xff.md": NOT_UTF8_NAME, "dir-\\xff": NOT_UTF8_NAME}
     plan = plan_ingest("v", scan, StoredNotes.none(), max_note_bytes=1_000_000)
     with duckdb.connect() as conn:  # the rows reach DuckDB without a UnicodeEncodeError
-        tables.ensure_schema(conn)
+        tables.ensure_schema(conn, registry.declared_tables())
         write_plan(conn, plan)
         assert sorted(conn.execute("SELECT path FROM ingest_failures").fetchall()) == [
             ("caf\\xe9-\\xff.md",), ("dir-\\xff",)]

@@ -199,10 +199,11 @@ def test_repo_and_ticket_config(tmp_path):
     assert config.source_names == ["hub", "jira", "local", "notes", "remote"]
     assert [config.source_kind(n) for n in ("notes", "local", "jira", "x")] == [
         "vault", "repo", "tickets", None]
-    assert config.repos["remote"].url == str(tmp_path / "lumen.bundle")
-    assert config.repos["hub"].url == "git@github.com:acme/lumen.git"
-    assert config.repo_checkout("remote") == config.data_dir / "repos" / "remote"
-    assert config.repos["local"].docs == DOCS
+    assert config.sources["remote"].url == str(tmp_path / "lumen.bundle")
+    assert config.sources["hub"].url == "git@github.com:acme/lumen.git"
+    assert config.sources["remote"].checkout(config.data_dir, "remote") == \
+        config.data_dir / "repos" / "remote"
+    assert config.sources["local"].docs == DOCS
     with pytest.raises(ConfigError, match="'notes' is configured as vault and as repo"):
         config_from_mapping({"vaults": {"notes": "vault"}, "repos": {"notes": str(tmp_path)}},
                             base_dir=tmp_path)
@@ -213,7 +214,7 @@ def test_repo_and_ticket_config(tmp_path):
     # a missing clone fails that source's runs (open_repository), not the configuration
     missing = config_from_mapping({"repos": {"r": "nowhere"}}, base_dir=tmp_path)
     with pytest.raises(GitError, match="nowhere: repository directory does not exist"):
-        open_repository(missing.repos["r"].path)
+        open_repository(missing.sources["r"].path)
 
 
 def _commit_rows(sync) -> list[dict]:

@@ -5,6 +5,7 @@ cross-source resolution of what they cite and of what cites them."""
 from datetime import datetime
 
 from jarvis_core.graph.cross_source import resolve_references
+from jarvis_core.sources import registry
 from jarvis_core.sources.confluence.graph import extract_page_graph, page_key
 from jarvis_core.sources.confluence.ingest import page_row
 from jarvis_core.sources.confluence.read import read_confluence_export
@@ -21,7 +22,6 @@ from jarvis_core.sources.references import (
     PAGE_TITLE,
     ReferenceIndex,
 )
-from jarvis_core.stores import tables
 from tests.export_helpers import (
     DANIEL,
     MAYA,
@@ -65,9 +65,9 @@ def mail_graph(folder, *messages, known=(GIT_MAYA,)):
     write_mbox(folder / "box.mbox", *messages)
     read = read_mail_source(folder)
     thread_of = {mid: t.thread_id for t in read.threads for mid in t.message_ids}
-    threads = tables.frame("mail_threads", [thread_row("mail", t, NOW)
+    threads = registry.table("mail_threads").frame([thread_row("mail", t, NOW)
                                             for t in read.threads]).to_dicts()
-    rows = tables.frame("mail_messages", [{**message_row("mail", m, thread_of[mid]),
+    rows = registry.table("mail_messages").frame([{**message_row("mail", m, thread_of[mid]),
                                             "ingested_at": NOW}
                                            for mid, m in read.messages.items()]).to_dicts()
     chunks = [chunk for t in threads
@@ -171,7 +171,7 @@ def export_pages() -> list[dict]:
 
 def page_graph(folder, pages, known=(JIRA_SAM,)):
     read = read_confluence_export(write_rest_export(folder / "content.json", pages))
-    rows = tables.frame("pages", [{**page_row("wiki", page), "ingested_at": NOW}
+    rows = registry.table("pages").frame([{**page_row("wiki", page), "ingested_at": NOW}
                                   for page in read.pages.values()]).to_dicts()
     chunks = [chunk for row in rows for chunk in section_chunks(
         page_key("wiki", row["page_id"]), row["text"], "## ")]

@@ -5,6 +5,7 @@ converts only changed page versions; counts and failures per item."""
 import duckdb
 import pytest
 
+from jarvis_core.sources import registry
 from jarvis_core.sources.confluence import ingest as page_tables
 from jarvis_core.sources.mail import ingest as mail_tables
 from jarvis_core.sources.mail.read import MailRead
@@ -25,7 +26,7 @@ from tests.export_helpers import (
 @pytest.fixture
 def conn():
     with duckdb.connect() as connection:
-        tables.ensure_schema(connection)
+        tables.ensure_schema(connection, registry.declared_tables())
         yield connection
 
 

@@ -23,7 +23,7 @@ def test_a_profile_narrows_the_configuration_and_the_filters(tmp_path):
     profile = resolve_profile(config, "personal")
     assert profile.restricted and profile.sources == {"notes", "memory"}
     scoped = profile.configuration(config)
-    assert scoped.source_names == ["memory", "notes"] and scoped.tickets == {}
+    assert scoped.source_names == ["memory", "notes"] and scoped.sources_of("tickets") == {}
     assert scoped.memory.vault == "memory" and scoped.data_dir == config.data_dir
     assert profile.restrict(None) == VectorFilter(sources=["memory", "notes"])
     assert profile.restrict(VectorFilter(sources=["jira"], tags_any=["x"])) == VectorFilter(

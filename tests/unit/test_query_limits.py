@@ -10,7 +10,6 @@ from pydantic import BaseModel, ValidationError
 
 from jarvis_core.config import config_from_mapping
 from jarvis_core.stores import serving
-from jarvis_core.text.documents import DOCUMENT_SELECTS
 from jarvis_query import mcp_arguments as arg
 from jarvis_query.render import render_document, render_results, render_status, render_vaults
 from jarvis_query.snapshot import Snapshot
@@ -30,7 +29,10 @@ def config(tmp_path):
 
 
 def test_the_source_types_are_those_the_chunker_writes():
-    assert set(SOURCE_TYPES) == set(DOCUMENT_SELECTS)
+    assert SOURCE_TYPES == ("note", "commit", "repo_doc", "ticket", "email", "page")
+    assert search_filter(None, list(SOURCE_TYPES)).source_types == list(SOURCE_TYPES)
+    with pytest.raises(QueryError, match="unknown source type 'thread'"):
+        search_filter(None, ["thread"])
 
 
 def test_a_query_over_the_cap_is_refused_by_its_size_alone(config):
@@ -174,9 +176,10 @@ def test_every_kind_of_source_is_listed_with_its_counts():
     lines = render_vaults({"published": published, "vaults": [], "other_sources": sources}
                           ).splitlines()
     assert lines[1] == "serving version v3 is corrupt (no manifest): showing version v2"
-    assert lines[2:] == ["- m (mail, /m.mbox): 10 messages in 3 threads; chunks: 17 email; "
+    assert lines[2:] == ["- m (mail, /m.mbox): 10 messages, 3 threads; chunks: 17 email; "
                          "0 failed",
                          "- w (confluence, /w): 6 pages; chunks: none published; 1 failed"]
     status = render_status({"data_dir": "/d", "published": {**published, "model": "x"},
-                            "sources": []}).splitlines()
+                            "sources": [], "totals": {"messages": 10, "threads": 3,
+                                                      "pages": 6}}).splitlines()
     assert status[2] == lines[1] and "messages  threads  pages" in status[3]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jarvis_core.sources import registry
 from jarvis_core.sources.tickets.export import read_ticket_set
 from jarvis_core.sources.vault.ingest import StoredNotes, plan_ingest, write_plan
 from jarvis_core.sources.vault.scan import scan_vault
@@ -73,7 +74,7 @@ def test_any_json_shape_is_read_or_reported_never_raised(documents):
     assert result.tickets or result.failures or all(
         _issue_count(d) == 0 or isinstance(d, list) for d in documents)
     now = datetime(2026, 10, 1)
-    frame = tables.frame("tickets", [{**t, "ingested_at": now, "file_hash": "h"}
+    frame = registry.table("tickets").frame([{**t, "ingested_at": now, "file_hash": "h"}
                                      for t in result.tickets.values()])
     assert frame.height == len(result.tickets)
     for _, reason in result.failures:
@@ -89,7 +90,7 @@ CONTENTS = st.binary(max_size=600) | st.text(max_size=600).map(str.encode)
 @pytest.fixture(scope="module")
 def conn():
     with duckdb.connect() as connection:
-        tables.ensure_schema(connection)
+        tables.ensure_schema(connection, registry.declared_tables())
         yield connection
 
 

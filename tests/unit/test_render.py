@@ -101,10 +101,11 @@ def test_a_source_without_cross_source_figures_says_so():
 
 
 def test_status_marks_sources_not_yet_published():
-    row = {"kind": "vault", "path": "/v", **{c: 0 for c in ("notes", "attachments", "commits",
-           "repo_files", "repo_docs", "tickets", "failed", "chunks", "vectors", "nodes", "edges",
-           "broken_links")}}
-    text = render_status({"data_dir": "/d", "published": {
+    layers = ("notes", "attachments", "commits", "repo_files", "repo_docs", "tickets", "failed",
+              "chunks", "vectors", "nodes", "edges", "broken_links")
+    row = {"kind": "vault", "path": "/v", **{c: 0 for c in layers}}
+    text = render_status({"data_dir": "/d", "totals": {c: 53 * (c == "notes") for c in layers},
+                          "published": {
         "version": "v1", "model": "m", "published_at": "2026-11-24T08:17:45.2+00:00"},
         "sources": [{**row, "name": "sample", "published": True, "notes": 53},
                     {**row, "name": "later", "published": False}]})

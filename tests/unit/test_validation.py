@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 import pytest
 
 from jarvis_core.config import JarvisConfig
+from jarvis_core.sources.tickets.settings import TicketsConfig
+from jarvis_core.sources.vault.settings import VaultConfig
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.validation import (
     QueryError,
@@ -25,8 +27,9 @@ from jarvis_query.validation import (
 def config(tmp_path) -> JarvisConfig:
     (tmp_path / "notes").mkdir()
     (tmp_path / "tickets.json").write_text("[]")
-    return JarvisConfig(data_dir=tmp_path / "data", vaults={"notes": {"path": tmp_path / "notes"}},
-                        tickets={"issues": {"path": tmp_path / "tickets.json"}})
+    return JarvisConfig(data_dir=tmp_path / "data",
+                        sources={"notes": VaultConfig(path=tmp_path / "notes"),
+                                 "issues": TicketsConfig(path=tmp_path / "tickets.json")})
 
 
 def test_filter_arguments():

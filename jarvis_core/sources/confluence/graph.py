@@ -23,10 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from jarvis_core.settings import GraphSettings
 from jarvis_core.sources.collector import DocumentText, Evidence, GraphCollector
 from jarvis_core.sources.export_rows import identity_of
-from jarvis_core.sources.extraction import SourceGraph
-from jarvis_core.sources.people import Identity, PersonDirectory
+from jarvis_core.sources.extraction import OTHER_PEOPLE, GraphExtractor, SourceGraph
+from jarvis_core.sources.people import Identity, PersonDirectory, identities_of
 from jarvis_core.sources.references import (
     JIRA,
     PAGE,
@@ -196,3 +197,17 @@ def extract_page_graph(source: str, pages: list[dict], chunks: list[dict],
         _links(graph, key, page, index, text)
         _references(graph, key, page, index, text)
     return graph.graph()
+
+
+def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[dict]],
+             chunk_rows: list[dict]) -> SourceGraph:
+    return extract_page_graph(source, rows["pages"], chunk_rows,
+                              known_people=identities_of(row["properties"]
+                                                         for row in rows["people"]))
+
+
+EXTRACTOR = GraphExtractor(
+    {"pages": "SELECT * EXCLUDE (source, revision, file, item, warnings, content_hash, "
+              "parser_version, row_hash, ingested_at) FROM pages WHERE source = ?",
+     "people": OTHER_PEOPLE},
+    _extract)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 
+from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.changes import file_hashes
 from jarvis_core.sources.confluence.pages import PAGE_VERSION
 from jarvis_core.sources.confluence.read import (
@@ -27,14 +28,17 @@ from jarvis_core.sources.confluence.read import (
     PageRef,
     read_confluence_export,
 )
+from jarvis_core.sources.confluence.tables import PAGE_FILES, PAGES
 from jarvis_core.sources.export_rows import (
     changes,
     failure_rows,
     identity_of,
     identity_row,
+    read_export,
     row_hash,
     warning_count,
 )
+from jarvis_core.sources.kind import Ingested, IngestRun
 from jarvis_core.sources.listings import confluence_files
 from jarvis_core.sources.people import identities_of
 from jarvis_core.sources.plan import ItemCounts
@@ -177,16 +181,15 @@ def write_pages(conn: duckdb.DuckDBPyConnection, source: str, read: ConfluenceRe
     written = [{**rows[key], "ingested_at": now}
                for key in rewritten["new"] + rewritten["changed"]]
     failures = failure_rows(source, read.problems, now)
-    tables.replace_rows(conn, "pages", source=source,
+    tables.replace_rows(conn, PAGES, source=source,
                         remove_paths=rewritten["changed"] + rewritten["deleted"],
-                        rows=tables.frame("pages", written), key_column="page_id")
+                        rows=written, key_column="page_id")
     for table, table_rows in (
-            ("page_files", [{"source": source, "path": path, "file_hash": digest,
+            (PAGE_FILES, [{"source": source, "path": path, "file_hash": digest,
                              "entries": _entries(path, read)}
                             for path, digest in sorted(hashes.items())]),
-            ("ingest_failures", failures)):
-        tables.replace_rows(conn, table, source=source, remove_paths=None,
-                            rows=tables.frame(table, table_rows))
+            (tables.INGEST_FAILURES, failures)):
+        tables.replace_rows(conn, table, source=source, remove_paths=None, rows=table_rows)
     counts = ItemCounts(*(len(counted[name]) for name in ("new", "changed", "unchanged",
                                                           "deleted")), failed=len(failures))
     return PageWrite(counts, [{k: v for k, v in row.items() if k != "text"} for row in written],
@@ -209,3 +212,30 @@ def read_changed_export(conn: duckdb.DuckDBPyConnection, source: str, root: Path
     """Read the export, taking unchanged files and stored page versions from the rows."""
     return read_confluence_export(root, files=stored.files, pages=stored_pages(conn, source),
                                   people=known_people(conn, source))
+
+
+def ingest(run: IngestRun) -> Ingested:
+    """The export files that changed read (a stored page version is not converted again),
+    the pages that changed rewritten."""
+    source, watch = run.source, Stopwatch()
+    with run.connect() as conn:
+        stored = read_stored(conn, source)
+    outcome = read_export(run, stored, watch, file_hashes=export_file_hashes,
+                          read_changed=read_changed_export, nothing_read=ConfluenceRead,
+                          vanished=ConfluenceError,
+                          unchanged_counts=(len(stored.content), len(stored.content)))
+    if isinstance(outcome, Ingested):
+        return outcome
+    hashes, read = outcome
+    with run.connect() as conn:
+        written = write_pages(conn, source, read, hashes, stored, run.now)
+        figures = page_figures(conn, source)
+    watch.lap("write")
+    return Ingested(
+        counts=written.counts.as_dict(), rows=figures["pages"],
+        location=str(run.settings.path) if run.settings else None, failures=written.failures,
+        preview=written.rows, preview_columns=("space", "title", "version", "updated_at"),
+        figures={"files": figures["page_files"], "files_changed": True,
+                 "pages_converted": read.parsed, "pages_reused": read.reused,
+                 "pages_skipped": read.skipped, "warnings": written.warnings},
+        tables={"pages_by_space": figures["pages_by_space"]}, seconds=watch.seconds)

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from jarvis_core.settings import GraphSettings
 from jarvis_core.sources.collector import DocumentText, GraphCollector
 from jarvis_core.sources.export_rows import identity_of
-from jarvis_core.sources.extraction import SourceGraph
-from jarvis_core.sources.people import Identity, PersonDirectory
+from jarvis_core.sources.extraction import OTHER_PEOPLE, GraphExtractor, SourceGraph
+from jarvis_core.sources.people import Identity, PersonDirectory, identities_of
 from jarvis_core.sources.references import MESSAGE, document_name, find_references
 from jarvis_core.stores.graph.elements import Node
 
@@ -104,3 +105,19 @@ def extract_mail_graph(source: str, threads: list[dict], messages: list[dict],
             else:
                 graph.cite(key, ref.relation, ref.kind, ref.target, ref.written, evidence)
     return graph.graph()
+
+
+def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[dict]],
+             chunk_rows: list[dict]) -> SourceGraph:
+    return extract_mail_graph(source, rows["threads"], rows["messages"], chunk_rows,
+                              known_people=identities_of(row["properties"]
+                                                         for row in rows["people"]))
+
+
+EXTRACTOR = GraphExtractor(
+    {"threads": "SELECT thread_id, subject, message_ids, started_at, last_at, text, sections "
+                "FROM mail_threads WHERE source = ?",
+     "messages": "SELECT message_id, sender, recipients, cc FROM mail_messages "
+                 "WHERE source = ?",
+     "people": OTHER_PEOPLE},
+    _extract)

@@ -16,15 +16,18 @@ from pathlib import Path
 
 import duckdb
 
+from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.changes import file_hashes
 from jarvis_core.sources.export_rows import (
     changes,
     failure_rows,
     identity_of,
     identity_row,
+    read_export,
     row_hash,
     warning_count,
 )
+from jarvis_core.sources.kind import Ingested, IngestRun
 from jarvis_core.sources.mail.read import (
     Attachment,
     MailError,
@@ -35,6 +38,7 @@ from jarvis_core.sources.mail.read import (
     mail_files,
     read_mail_source,
 )
+from jarvis_core.sources.mail.tables import MAIL_FILES, MAIL_MESSAGES, MAIL_THREADS
 from jarvis_core.sources.mail.threads import THREAD_VERSION
 from jarvis_core.sources.plan import ItemCounts
 from jarvis_core.stores import tables
@@ -179,14 +183,13 @@ def write_mail(conn: duckdb.DuckDBPyConnection, source: str, read: MailRead,
     if hashes:  # what shapes the threads (not for a source being removed)
         file_rows.append({"source": source, "path": _SETTINGS, "file_hash": _SETTINGS_ID})
     for table, key, change, rows in (
-            ("mail_threads", "thread_id", thread_changes, thread_rows),
-            ("mail_messages", "message_id", message_changes, message_rows)):
+            (MAIL_THREADS, "thread_id", thread_changes, thread_rows),
+            (MAIL_MESSAGES, "message_id", message_changes, message_rows)):
         tables.replace_rows(conn, table, source=source,
                             remove_paths=change["changed"] + change["deleted"],
-                            rows=tables.frame(table, rows), key_column=key)
-    for table, rows in (("mail_files", file_rows), ("ingest_failures", failures)):
-        tables.replace_rows(conn, table, source=source, remove_paths=None,
-                            rows=tables.frame(table, rows))
+                            rows=rows, key_column=key)
+    for table, rows in ((MAIL_FILES, file_rows), (tables.INGEST_FAILURES, failures)):
+        tables.replace_rows(conn, table, source=source, remove_paths=None, rows=rows)
     counts = ItemCounts(*(len(thread_changes[name]) for name in ("new", "changed", "unchanged",
                                                                  "deleted")),
                         failed=len(failures))
@@ -210,3 +213,31 @@ def read_changed_mail(conn: duckdb.DuckDBPyConnection, source: str, root: Path,
     """Read the mail source, taking unchanged files and the part of a grown mbox read
     before from the stored rows."""
     return read_mail_source(root, files=stored.files, messages=stored_messages(conn, source))
+
+
+def ingest(run: IngestRun) -> Ingested:
+    """The mail files that changed read (a grown mbox from where it stopped), the threads
+    whose content changed rewritten."""
+    source, watch = run.source, Stopwatch()
+    with run.connect() as conn:
+        stored = read_stored(conn, source)
+    outcome = read_export(run, stored, watch, file_hashes=mail_file_hashes,
+                          read_changed=read_changed_mail, nothing_read=MailRead,
+                          vanished=MailError,
+                          unchanged_counts=(len(stored.threads), len(stored.messages)))
+    if isinstance(outcome, Ingested):
+        return outcome
+    hashes, read = outcome
+    with run.connect() as conn:
+        written = write_mail(conn, source, read, hashes, stored, run.now)
+        figures = mail_figures(conn, source)
+    watch.lap("write")
+    return Ingested(
+        counts=written.counts.as_dict(), rows=figures["messages"],
+        location=str(run.settings.path) if run.settings else None, failures=written.failures,
+        preview=written.threads,
+        preview_columns=("subject", "message_count", "started_at", "last_at"),
+        figures={"threads": figures["threads"], "files": figures["mail_files"],
+                 "files_changed": True, "messages_parsed": read.parsed,
+                 "messages_reused": read.reused, "warnings": written.warnings},
+        tables={"messages_summary": written.messages}, seconds=watch.seconds)

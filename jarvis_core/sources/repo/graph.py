@@ -15,8 +15,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from jarvis_core.sources.extraction import BrokenLink, Mention, SourceGraph
-from jarvis_core.sources.people import Identity, Person, PersonDirectory
+from jarvis_core.settings import GraphSettings
+from jarvis_core.sources.extraction import (
+    OTHER_PEOPLE,
+    BrokenLink,
+    GraphExtractor,
+    Mention,
+    SourceGraph,
+)
+from jarvis_core.sources.people import Identity, Person, PersonDirectory, identities_of
 from jarvis_core.sources.references import (
     GraphReference,
     chunks_holding,
@@ -213,3 +220,22 @@ def extract_repo_graph(repo: str, commits: list[dict], files: list[dict],
         sorted(graph.mentions, key=lambda m: (m.chunk_id, m.node_key)),
         references=sorted(graph.references,
                           key=lambda r: (r.origin, r.line, r.kind, r.target)))
+
+
+def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[dict]],
+             chunk_rows: list[dict]) -> SourceGraph:
+    return extract_repo_graph(source, rows["commits"], rows["commit_files"], rows["repo_files"],
+                              rows["repo_docs"], rows["repo_knowledge"], chunk_rows,
+                              knowledge_dir=settings.knowledge_dir,
+                              known_people=identities_of(row["properties"]
+                                                         for row in rows["people"]))
+
+
+EXTRACTOR = GraphExtractor(
+    {"commits": "SELECT * EXCLUDE (source, ingested_at) FROM commits WHERE source = ?",
+     "commit_files": "SELECT * EXCLUDE (source) FROM commit_files WHERE source = ?",
+     "repo_files": "SELECT path, language FROM repo_files WHERE source = ?",
+     "repo_docs": "SELECT path, title, text FROM repo_docs WHERE source = ?",
+     "repo_knowledge": "SELECT path, components FROM repo_knowledge WHERE source = ?",
+     "people": OTHER_PEOPLE},
+    _extract)

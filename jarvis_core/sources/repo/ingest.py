@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import duckdb
 
-from jarvis_core.config import JarvisConfig
+from jarvis_core.progress import Stopwatch
+from jarvis_core.sources.kind import Ingested, IngestRun, SourceUnreachable
 from jarvis_core.sources.plan import ItemCounts, failure_row
 from jarvis_core.sources.repo.git import GitError, mirror
-from jarvis_core.sources.repo.sync import RepoSync, StoredRepo, language
+from jarvis_core.sources.repo.settings import RepoConfig
+from jarvis_core.sources.repo.sync import RepoSync, StoredRepo, language, sync_repository
+from jarvis_core.sources.repo.tables import (
+    COMMIT_FILES,
+    COMMITS,
+    REPO_DOCS,
+    REPO_FILES,
+    REPO_KNOWLEDGE,
+    REPO_STATE,
+    TABLES,
+)
 from jarvis_core.stores import tables
-
-# Every table a repository writes, with the column its rows are removed by.
-REPO_TABLES = (("commits", "sha"), ("commit_files", "sha"), ("repo_files", "path"),
-               ("repo_docs", "path"), ("repo_knowledge", "path"), ("repo_state", "source"))
 
 
 def read_stored(conn: duckdb.DuckDBPyConnection, source: str) -> StoredRepo:
@@ -30,13 +38,12 @@ def read_stored(conn: duckdb.DuckDBPyConnection, source: str) -> StoredRepo:
                                     "WHERE source = ?", [source]).fetchall()))
 
 
-def checkout(config: JarvisConfig, source: str, warn) -> str:
-    """Clone or fetch a repository configured by ``url`` (a local clone is read in place);
-    what was done, for the metadata. A failed fetch of an existing clone is a warning."""
-    repo = config.repos[source]
+def checkout(repo: RepoConfig, destination: Path, source: str, warn) -> str:
+    """Clone or fetch a repository configured by ``url`` into ``destination`` (a local clone
+    is read in place); what was done, for the metadata. A failed fetch of an existing clone
+    is a warning."""
     if repo.url is None:
         return "local"
-    destination = config.repo_checkout(source)
     try:
         return mirror(repo.url, destination)
     except GitError as exc:
@@ -48,9 +55,8 @@ def checkout(config: JarvisConfig, source: str, warn) -> str:
 
 def remove_repository(conn: duckdb.DuckDBPyConnection, source: str) -> None:
     """Every row of a repository that is no longer configured."""
-    for table in (*dict(REPO_TABLES), "ingest_failures"):
-        tables.replace_rows(conn, table, source=source, remove_paths=None,
-                            rows=tables.frame(table, []))
+    for table in (*TABLES, tables.INGEST_FAILURES):
+        tables.replace_rows(conn, table, source=source, remove_paths=None, rows=[])
 
 
 def _commit_rows(source: str, sync: RepoSync, now: datetime) -> tuple[list[dict], list[dict]]:
@@ -73,28 +79,26 @@ def write_sync(conn: duckdb.DuckDBPyConnection, source: str, sync: RepoSync, bra
                now: datetime) -> None:
     """Add what the sync read, remove what it found gone, replace files, failures, state."""
     commit_rows, file_rows = _commit_rows(source, sync, now)
-    for table, remove, rows in (
-        ("commits", sync.removed_shas, commit_rows),
-        ("commit_files", sync.removed_shas, file_rows),
-        ("repo_docs", sync.removed_docs, [{"source": source, **doc} for doc in sync.docs]),
-        ("repo_knowledge", sync.removed_knowledge,
+    for table, key, remove, rows in (
+        (COMMITS, "sha", sync.removed_shas, commit_rows),
+        (COMMIT_FILES, "sha", sync.removed_shas, file_rows),
+        (REPO_DOCS, "path", sync.removed_docs, [{"source": source, **doc} for doc in sync.docs]),
+        (REPO_KNOWLEDGE, "path", sync.removed_knowledge,
          [{"source": source, **row} for row in sync.knowledge]),
     ):
-        tables.replace_rows(conn, table, source=source, remove_paths=remove,
-                            rows=tables.frame(table, rows),
-                            key_column=dict(REPO_TABLES)[table])
+        tables.replace_rows(conn, table, source=source, remove_paths=remove, rows=rows,
+                            key_column=key)
     for table, rows in (
-        ("repo_files", [{"source": source, "path": e.path, "language": language(e.path),
+        (REPO_FILES, [{"source": source, "path": e.path, "language": language(e.path),
                          "size_bytes": e.size_bytes, "blob_sha": e.blob_sha}
                         for e in sync.files]),
-        ("ingest_failures", [failure_row(source, f["path"], f["reason"], detected_at=now)
+        (tables.INGEST_FAILURES, [failure_row(source, f["path"], f["reason"], detected_at=now)
                              for f in sync.failures]),
-        ("repo_state", [{"source": source, "branch": branch, "head": sync.head,
+        (REPO_STATE, [{"source": source, "branch": branch, "head": sync.head,
                          "shallow": sync.shallow, "commit_count": sync.commit_count,
                          "settings": sync.settings, "ingested_at": now}]),
     ):
-        tables.replace_rows(conn, table, source=source, remove_paths=None,
-                            rows=tables.frame(table, rows))
+        tables.replace_rows(conn, table, source=source, remove_paths=None, rows=rows)
 
 
 def repository_figures(conn: duckdb.DuckDBPyConnection, source: str) -> dict:
@@ -129,3 +133,54 @@ def sync_counts(sync: RepoSync, stored: StoredRepo, figures: dict) -> ItemCounts
         unchanged=figures["commits"] - len(sync.new_commits) + figures["repo_docs"]
         - len(sync.docs),
         deleted=len(sync.removed_shas) + len(deleted_docs), failed=figures["failed"])
+
+
+def _warn_sync(run: IngestRun, sync: RepoSync, stored_head: str | None) -> None:
+    for warning in sync.warnings:
+        run.warn(f"{run.source}/{warning}")
+    if sync.shallow:
+        run.warn(f"{run.source}: shallow clone, history ingested as far as it goes")
+    if sync.rewritten:
+        run.warn(f"{run.source}: history rewritten (the last ingested head "
+                 f"{stored_head[:12]} is gone); {len(sync.removed_shas)} unreachable commits "
+                 "removed")
+
+
+def ingest(run: IngestRun) -> Ingested:
+    """The commits not stored yet read (unreachable ones removed), the files and docs at the
+    branch head; a ``url:`` repository cloned once and fetched afterwards."""
+    source, repo, watch = run.source, run.settings, Stopwatch()
+    if repo is None:
+        with run.connect() as conn:
+            remove_repository(conn, source)
+        run.warn(f"{source}: no longer configured, its repository rows were removed")
+        return Ingested(counts={}, rows=0, location=None)
+    destination = repo.checkout(run.data_dir, source)
+    with run.connect() as conn:
+        stored = read_stored(conn, source)
+    try:
+        cloned = checkout(repo, destination, source, run.warn)
+        sync = sync_repository(destination, stored, branch=repo.branch, docs=repo.docs,
+                               knowledge_dir=repo.knowledge_dir, exclude=repo.exclude)
+    except GitError as exc:
+        raise SourceUnreachable(str(exc)) from exc
+    watch.lap("read")
+    _warn_sync(run, sync, stored.head)
+    with run.connect() as conn:
+        if not sync.unchanged:
+            write_sync(conn, source, sync, repo.branch, run.now)
+        figures = repository_figures(conn, source)
+    watch.lap("write")
+    return Ingested(
+        counts=sync_counts(sync, stored, figures).as_dict(), rows=figures["commits"],
+        location=str(destination), failures=sync.failures,
+        preview=[{"sha": c.sha[:10], "author": c.author_name,
+                  "date": c.authored_at.isoformat(), "subject": c.subject,
+                  "files": len(c.files)} for c in sync.new_commits],
+        preview_columns=("sha", "author", "date", "subject", "files"),
+        figures={**{key: figures[key] for key in ("commits", "repo_files", "repo_docs")},
+                 "head": sync.head, "branch": repo.branch, "checkout": cloned,
+                 "shallow": sync.shallow, "history_rewritten": sync.rewritten},
+        tables={"files_by_language": figures["files_by_language"],
+                "commits_by_author": figures["commits_by_author"]},
+        seconds=watch.seconds)

@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from pygments.lexers import find_lexer_class_for_filename
 from pygments.util import ClassNotFound
 
+from jarvis_core.sources.decoding import NoteReadError, decode_note_bytes
 from jarvis_core.sources.repo.git import (
     CommitRecord,
     GitError,
@@ -41,7 +42,6 @@ from jarvis_core.sources.repo.knowledge import (
     knowledge_json,
     parse_knowledge,
 )
-from jarvis_core.sources.vault.scan import NoteReadError, decode_note_bytes
 
 MAX_DOC_BYTES = 2 * 1024 * 1024
 

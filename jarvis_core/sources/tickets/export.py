@@ -26,14 +26,14 @@ from pathlib import Path
 
 from charset_normalizer import from_bytes
 
-from jarvis_core.config import IngestSettings
+from jarvis_core.settings import IngestSettings
+from jarvis_core.sources.changes import UNREADABLE
 from jarvis_core.sources.limits import ItemTooSlow, cpu_time_limit
 from jarvis_core.sources.listings import ticket_files, ticket_listing
 from jarvis_core.sources.tickets.fields import (
     GITHUB,
     JIRA,
     TICKET_FIELDS,
-    UNREADABLE,
     TicketError,
     attach_comments,
     content_hash,

@@ -9,11 +9,6 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 PARSER_VERSION = 2  # 2: Jira wiki markup converted in one linear pass (sources.tickets.markup)
-
-
-UNREADABLE = "(unreadable)"
-
-
 JIRA, GITHUB = "jira", "github"
 
 

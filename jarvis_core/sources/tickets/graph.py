@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from jarvis_core.sources.extraction import Mention, SourceGraph
+from jarvis_core.settings import GraphSettings
+from jarvis_core.sources.extraction import GraphExtractor, Mention, SourceGraph
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
     GITHUB,
@@ -183,3 +184,14 @@ def _people(row: dict, origin: str, text: _TicketText, people: PersonDirectory,
                                  {"emails": list(person.emails), "names": list(person.names),
                                   "aliases": list(person.aliases)})
         add_edge(origin, relation, person.key, "ticket_field", origin, evidence)
+
+
+def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[dict]],
+             chunk_rows: list[dict]) -> SourceGraph:
+    return extract_ticket_graph(source, rows["tickets"], chunk_rows)
+
+
+EXTRACTOR = GraphExtractor(
+    {"tickets": "SELECT * EXCLUDE (source, path, file_hash, content_hash, warnings, "
+                "ingested_at) FROM tickets WHERE source = ?"},
+    _extract)

@@ -9,10 +9,14 @@ from datetime import datetime
 
 import duckdb
 
-from jarvis_core.config import IngestSettings, TicketsConfig
+from jarvis_core.progress import Stopwatch
+from jarvis_core.settings import IngestSettings
+from jarvis_core.sources.kind import Ingested, IngestRun, SourceUnreachable
 from jarvis_core.sources.plan import ItemCounts, failure_row
 from jarvis_core.sources.tickets.export import TicketSet, export_file_hashes, read_ticket_set
-from jarvis_core.sources.tickets.fields import JIRA, PARSER_VERSION
+from jarvis_core.sources.tickets.fields import JIRA, PARSER_VERSION, TicketError
+from jarvis_core.sources.tickets.settings import TicketsConfig
+from jarvis_core.sources.tickets.tables import TICKET_FILES, TICKETS
 from jarvis_core.stores import tables
 
 _SETTINGS = ""  # the ticket_files row that records what else shapes the tickets
@@ -118,18 +122,55 @@ def write_ticket_set(conn: duckdb.DuckDBPyConnection, source: str, ticket_set: T
             for key in rewrite]
     files = {**ticket_set.files, _SETTINGS: settings_id(settings)} if settings else {}
     files_changed = files != stored.files
-    tables.replace_rows(conn, "tickets", source=source, remove_paths=rewrite + changes["deleted"],
-                        rows=tables.frame("tickets", rows), key_column="key")
+    tables.replace_rows(conn, TICKETS, source=source, remove_paths=rewrite + changes["deleted"],
+                        rows=rows, key_column="key")
     if files_changed:
-        tables.replace_rows(conn, "ticket_files", source=source, remove_paths=None,
-                            rows=tables.frame("ticket_files", [
-                                {"source": source, "path": path, "file_hash": digest,
-                                 "keys": ticket_set.file_keys.get(path, [])}
-                                for path, digest in sorted(files.items())]))
-    tables.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
-                        rows=tables.frame("ingest_failures", failures))
+        tables.replace_rows(conn, TICKET_FILES, source=source, remove_paths=None,
+                            rows=[{"source": source, "path": path, "file_hash": digest,
+                                   "keys": ticket_set.file_keys.get(path, [])}
+                                  for path, digest in sorted(files.items())])
+    tables.replace_rows(conn, tables.INGEST_FAILURES, source=source, remove_paths=None,
+                        rows=failures)
     by_system = dict(conn.execute("SELECT system, count(*) FROM tickets WHERE source = ? "
                                   "GROUP BY system", [source]).fetchall())
     counts = ItemCounts(*(len(changes[name]) for name in ("new", "changed", "unchanged",
                                                            "deleted")), failed=len(failures))
     return TicketWrite(counts, rows, failures, files_changed, by_system)
+
+
+def ingest(run: IngestRun) -> Ingested:
+    """The ticket set's changed export files parsed and its changed tickets rewritten; an
+    export whose files all hash as before is not parsed at all."""
+    source, settings, watch = run.source, run.settings, Stopwatch()
+    with run.connect() as conn:
+        stored = read_stored(conn, source)
+    location = str(settings.path) if settings else None
+    try:
+        if settings is not None and stored.export_unchanged(settings):
+            watch.lap("parse")
+            return Ingested(
+                counts=ItemCounts(unchanged=len(stored.hashes),
+                                  failed=len(stored.failed)).as_dict(),
+                rows=len(stored.hashes), location=location, seconds=watch.seconds,
+                figures={"files": len(stored.file_rows), "files_changed": False})
+        if settings is None and stored.hashes:
+            run.warn(f"source {source!r} is not configured: removing its "
+                     f"{len(stored.hashes)} tickets")
+        with run.connect() as conn:
+            ticket_set = (read_changed_export(conn, source, settings, stored, run.limits)
+                          if settings else TicketSet())
+    except TicketError as exc:  # the export vanished
+        raise SourceUnreachable(str(exc)) from exc
+    watch.lap("parse")
+    with run.connect() as conn:
+        written = write_ticket_set(conn, source, ticket_set, settings, stored, run.now)
+    watch.lap("write")
+    return Ingested(
+        counts=written.counts.as_dict(), rows=sum(written.by_system.values()),
+        location=location, failures=written.failures,
+        preview=[{"key": r["key"], "summary": r["summary"], "status": r["status"],
+                  "updated": r["updated_at"]} for r in written.rows],
+        preview_columns=("key", "summary", "status", "updated"),
+        figures={"files": len(ticket_set.files), "files_changed": written.files_changed,
+                 "files_reused": ticket_set.reused_files},
+        tables={"tickets_by_system": written.by_system}, seconds=watch.seconds)

@@ -18,7 +18,8 @@ from datetime import date
 from functools import cache
 from urllib.parse import urlsplit
 
-from jarvis_core.sources.extraction import BrokenLink, Mention, SourceGraph
+from jarvis_core.settings import GraphSettings
+from jarvis_core.sources.extraction import BrokenLink, GraphExtractor, Mention, SourceGraph
 from jarvis_core.sources.references import (
     COMMIT,
     GITHUB,
@@ -291,3 +292,18 @@ def extract_vault_graph(
                         key=lambda r: (r.origin, r.line, r.kind, r.target, r.written))
     return SourceGraph.assemble(builder.nodes, (row["note_key"] for row in rows), edges,
                                 broken, mentions, references)
+
+
+def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[dict]],
+             chunk_rows: list[dict]) -> SourceGraph:
+    return extract_vault_graph(source, rows["notes"], chunk_rows,
+                               attachments={row["path"] for row in rows["attachments"]},
+                               relation_fields=graph.relation_fields)
+
+
+EXTRACTOR = GraphExtractor(
+    {"notes": "SELECT path, note_key, title, aliases, tags, tag_lines, wikilinks, embeds, links, "
+              "relations, frontmatter_links, body, body_start_line, frontmatter, created_at, "
+              "modified_at FROM notes WHERE source = ?",
+     "attachments": "SELECT path FROM attachments WHERE source = ?"},
+    _extract)

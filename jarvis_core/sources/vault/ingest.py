@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -18,12 +19,22 @@ import duckdb
 import polars as pl
 
 from jarvis_core import progress
-from jarvis_core.config import IngestSettings
-from jarvis_core.sources.limits import ItemTooSlow, cap_links, cpu_time_limit
+from jarvis_core.progress import Stopwatch
+from jarvis_core.settings import IngestSettings
+from jarvis_core.sources.kind import Ingested, IngestRun, SourceUnreachable
+from jarvis_core.sources.limits import ItemTooSlow, cpu_time_limit
 from jarvis_core.sources.plan import ItemCounts, utc_now
 from jarvis_core.sources.vault.notes import parse_note
 from jarvis_core.sources.vault.parsed_note import ParsedNote
-from jarvis_core.sources.vault.scan import NoteReadError, VaultFile, VaultScan, read_note
+from jarvis_core.sources.vault.scan import (
+    NoteReadError,
+    VaultFile,
+    VaultScan,
+    VaultUnavailable,
+    read_note,
+    scan_existing_vault,
+)
+from jarvis_core.sources.vault.tables import ATTACHMENTS, NOTES
 from jarvis_core.stores import tables
 from jarvis_core.stores.keys import note_key
 
@@ -105,6 +116,21 @@ def note_row(source: str, file: VaultFile, content_hash: str, parsed: ParsedNote
         "word_count": len(_WORD.findall(parsed.body)), "warnings": all_warnings,
         "ingested_at": now,
     }
+
+
+def cap_links(note: ParsedNote, limit: int) -> str | None:
+    """Keep at most ``limit`` links of a note (wikilinks, embeds, markdown links and typed
+    relations, each kind cut in proportion, first written first kept); a warning when any
+    were dropped."""
+    kinds = ("wikilinks", "embeds", "links", "relations")
+    total = sum(len(getattr(note, kind)) for kind in kinds)
+    if total <= limit:
+        return None
+    for kind in kinds:
+        items = getattr(note, kind)
+        setattr(note, kind, items[:math.floor(limit * len(items) / total)])
+    return (f"{total} links, over the {limit} kept per note (ingest.max_links_per_note): "
+            f"only the first {limit} become graph edges")
 
 
 def plan_ingest(source: str, scan: VaultScan, stored_notes: StoredNotes,
@@ -197,10 +223,10 @@ class StoredNotes:
     @classmethod
     def none(cls) -> StoredNotes:
         """A vault ingested for the first time."""
-        return cls(tables.frame("notes", []).select("path", "size_bytes", "mtime_ns",
-                                                    "content_hash", "parser_version"),
-                   tables.frame("ingest_failures", []).select("path", "size_bytes",
-                                                              "mtime_ns", "reason"))
+        return cls(NOTES.frame([]).select("path", "size_bytes", "mtime_ns", "content_hash",
+                                          "parser_version"),
+                   tables.INGEST_FAILURES.frame([]).select("path", "size_bytes", "mtime_ns",
+                                                           "reason"))
 
 
 def read_stored(conn: duckdb.DuckDBPyConnection, source: str) -> StoredNotes:
@@ -215,15 +241,43 @@ def write_plan(conn: duckdb.DuckDBPyConnection, plan: IngestPlan) -> tuple[int, 
     """Write what the plan parsed, touched, removed and failed; (notes stored, notes with
     warnings) after it."""
     source = plan.source
-    tables.replace_rows(conn, "notes", source=source, remove_paths=plan.removed_paths,
-                        rows=tables.frame("notes", plan.note_rows))
+    tables.replace_rows(conn, NOTES, source=source, remove_paths=plan.removed_paths,
+                        rows=plan.note_rows)
     if plan.touched:
         conn.executemany("UPDATE notes SET size_bytes = ?, mtime_ns = ? "
                          "WHERE source = ? AND path = ?",
                          [(size, mtime, source, path) for size, mtime, path in plan.touched])
-    tables.replace_rows(conn, "ingest_failures", source=source, remove_paths=None,
-                        rows=tables.frame("ingest_failures", plan.failures))
-    tables.replace_rows(conn, "attachments", source=source, remove_paths=None,
-                        rows=tables.frame("attachments", plan.attachments))
+    tables.replace_rows(conn, tables.INGEST_FAILURES, source=source, remove_paths=None,
+                        rows=plan.failures)
+    tables.replace_rows(conn, ATTACHMENTS, source=source, remove_paths=None,
+                        rows=plan.attachments)
     return conn.execute("SELECT count(*), count(*) FILTER (WHERE len(warnings) > 0) "
                         "FROM notes WHERE source = ?", [source]).fetchone()
+
+
+def ingest(run: IngestRun) -> Ingested:
+    """The vault's notes parsed where they changed, its attachments listed."""
+    vault, watch = run.settings, Stopwatch()
+    try:
+        scan = scan_existing_vault(vault.path, vault.exclude) if vault else VaultScan([], [])
+    except VaultUnavailable as exc:
+        raise SourceUnreachable(str(exc)) from exc
+    watch.lap("scan")
+    with run.connect() as conn:
+        stored = read_stored(conn, run.source)
+    if vault is None and stored.notes.height:
+        run.warn(f"source {run.source!r} is no longer configured: removing its notes")
+    limits = run.limits
+    plan = plan_ingest(run.source, scan, stored, limits.max_note_bytes,
+                       max_links=limits.max_links_per_note,
+                       max_item_seconds=limits.max_item_seconds)
+    watch.lap("parse")
+    with run.connect() as conn:
+        total, with_warnings = write_plan(conn, plan)
+    watch.lap("write")
+    return Ingested(
+        counts=plan.counts(), rows=total, location=str(vault.path) if vault else None,
+        failures=plan.failures, preview=plan.note_rows,
+        preview_columns=("path", "title", "tags", "word_count"),
+        figures={"attachments": len(plan.attachments), "notes_with_warnings": with_warnings},
+        seconds=watch.seconds)

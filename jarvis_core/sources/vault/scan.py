@@ -7,7 +7,6 @@ person can act on.
 
 from __future__ import annotations
 
-import codecs
 import errno
 import hashlib
 import os
@@ -22,10 +21,9 @@ from jarvis_core.sources.confinement import (
     leaves,
     printable_name,
 )
+from jarvis_core.sources.decoding import NoteReadError, decode_note_bytes
 
 NOTE_SUFFIX = ".md"
-_SNIFF_BYTES = 8192
-_MAX_REPLACEMENT_RATIO = 0.2
 
 
 @dataclass(frozen=True)
@@ -61,10 +59,6 @@ class VaultScan:
     @property
     def attachments(self) -> list[VaultFile]:
         return [f for f in self.files if not f.is_note]
-
-
-class NoteReadError(Exception):
-    """A note that cannot be ingested; the message says why."""
 
 
 def _excluded(rel_path: str, patterns: tuple[str, ...]) -> bool:
@@ -154,28 +148,6 @@ def read_note(file: VaultFile, max_bytes: int) -> tuple[str, str, list[str]]:
         raise NoteReadError(f"file grew past the {max_bytes} byte limit while being read")
     text, warnings = decode_note_bytes(data)
     return text, hashlib.sha256(data).hexdigest(), warnings
-
-
-def decode_note_bytes(data: bytes) -> tuple[str, list[str]]:
-    """Decode note bytes: BOM-marked UTF-16/UTF-8, else UTF-8 with a warning on bad bytes."""
-    for bom, encoding in ((codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
-        if data.startswith(bom):
-            try:
-                return data.decode(encoding), [f"decoded as {encoding.upper()} (byte order mark)"]
-            except UnicodeDecodeError as exc:
-                raise NoteReadError(f"invalid UTF-16 at byte {exc.start}") from exc
-    if b"\x00" in data[:_SNIFF_BYTES]:
-        raise NoteReadError("binary content (NUL bytes), not a text note")
-    data = data.removeprefix(codecs.BOM_UTF8)
-    try:
-        return data.decode("utf-8"), []
-    except UnicodeDecodeError as exc:
-        text = data.decode("utf-8", errors="replace")
-        if text.count("\ufffd") > max(1, len(text) * _MAX_REPLACEMENT_RATIO):
-            raise NoteReadError(
-                f"binary or non-UTF-8 content: invalid UTF-8 from byte {exc.start} on"
-            ) from exc
-        return text, [f"invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD"]
 
 
 class VaultUnavailable(OSError):

@@ -19,31 +19,14 @@ import polars as pl
 from jarvis_core import progress
 from jarvis_core.stores.vectors.base import VectorPoint, VectorStore, embedding_text
 
-# When each kind of document last changed, by its chunks' path ($1 is the source).
-_DOCUMENT_DATES = (
-    "SELECT path, modified_at FROM notes WHERE source = $1",
-    "SELECT 'commits/' || sha AS path, committed_at AS modified_at FROM commits "
-    "WHERE source = $1",
-    "SELECT path, modified_at FROM repo_docs WHERE source = $1",
-    "SELECT 'tickets/' || key AS path, coalesce(updated_at, created_at) AS modified_at "
-    "FROM tickets WHERE source = $1",
-    "SELECT 'threads/' || thread_id AS path, last_at AS modified_at FROM mail_threads "
-    "WHERE source = $1",
-    "SELECT 'pages/' || page_id AS path, coalesce(updated_at, created_at) AS modified_at "
-    "FROM pages WHERE source = $1",
-)
-
-# The chunk columns (plus the note's tags or the ticket's or page's labels and the document's
-# modification time) a vector carries; other documents have no tags.
-PAYLOAD_SQL = f"""
+# The chunk columns a vector carries, with its document's tags (a note's tags, a ticket's or
+# page's labels) and modification time from the ``documents`` table every kind fills.
+PAYLOAD_SQL = """
     SELECT c.chunk_id, c.source, c.source_type, c.doc_key, c.path, c.title,
            c.heading_path, c.context, c.text,
-           coalesce(n.tags, t.labels, p.labels, []::VARCHAR[]) AS tags, d.modified_at
+           coalesce(d.tags, []::VARCHAR[]) AS tags, d.modified_at
     FROM chunks c
-    LEFT JOIN notes n ON n.source = c.source AND n.path = c.path
-    LEFT JOIN tickets t ON t.source = c.source AND 'tickets/' || t.key = c.path
-    LEFT JOIN pages p ON p.source = c.source AND 'pages/' || p.page_id = c.path
-    LEFT JOIN ({" UNION ALL ".join(_DOCUMENT_DATES)}) d ON d.path = c.path
+    LEFT JOIN documents d ON d.source = c.source AND d.doc_key = c.doc_key
     WHERE c.source = $1
 """
 

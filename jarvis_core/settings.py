@@ -1,0 +1,189 @@
+"""The settings every layer shares, below the source kinds: limits, chunking, the model,
+stores, graph, analytics, schedules and the environment's secrets. A source kind's own
+settings (a vault's folder, a repository's branch) live in its folder and build on
+``Strict``; ``jarvis_core.config`` assembles the whole configuration from both.
+
+This module and ``jarvis_core.config`` are the only readers of Jarvis's environment
+variables: credentials and server addresses that never belong in the file
+(``EnvironmentSettings``) are read once, with the file, so every layer sees one
+consistent configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, ClassVar, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+CONFIG_ENV = "JARVIS_CONFIG"
+HOME_ENV = "JARVIS_HOME"
+QDRANT_URL_ENV = "QDRANT_URL"
+QDRANT_API_KEY_ENV = "QDRANT_API_KEY"
+NEO4J_URI_ENV = "NEO4J_URI"
+NEO4J_USER_ENV = "NEO4J_USER"
+NEO4J_PASSWORD_ENV = "NEO4J_PASSWORD"
+WEBHOOK_ENV = "JARVIS_WEBHOOK_URL"
+CACHE_ENV = "JARVIS_CACHE_DIR"
+DEFAULT_CONFIG_NAME = "jarvis.yaml"
+DEFAULT_DATA_DIR = ".jarvis"
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with a message naming the file and the field."""
+
+
+def _valid_source_name(name: str) -> str:
+    if not _SOURCE_NAME.match(name):
+        raise ValueError(
+            f"source name {name!r} must be 1-64 characters of letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit (it becomes a Dagster partition key)"
+        )
+    return name
+
+
+SourceName = Annotated[str, AfterValidator(_valid_source_name)]
+
+
+class Strict(BaseModel):
+    """A configuration section: unknown keys are errors, values never change after loading."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceSettings(Strict):
+    """One source's entry in its kind's section of jarvis.yaml; ``kind`` names the kind
+    (jarvis_core/sources/registry.py). Most kinds read a ``path``."""
+
+    kind: ClassVar[str]
+
+    @property
+    def location(self) -> str:
+        """Where the source is read, for listings."""
+        return str(self.path)
+
+    @classmethod
+    def expand(cls, spec: dict, absolute: Callable[[str], Path]) -> dict:
+        """The entry with its paths made absolute (``path`` is already); a kind with other
+        paths overrides this."""
+        return spec
+
+
+class IngestSettings(Strict):
+    """Limits that keep one bad file or item from hurting a run (README, "Limits")."""
+
+    max_note_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
+    max_failed_ratio: float = Field(default=0.05, ge=0, le=1)
+    max_links_per_note: int = Field(default=10_000, gt=0)  # wikilinks, embeds, links, relations
+    max_ticket_chars: int = Field(default=200_000, gt=0)  # description, then comments, cut here
+    max_item_seconds: float = Field(default=60.0, gt=0)  # CPU seconds to parse a note or ticket
+
+
+class ChunkSettings(Strict):
+    """Chunk sizes in the embedding model's own tokens (special tokens included)."""
+
+    max_tokens: int | None = Field(
+        default=None, gt=16, description="defaults to the model's max_seq_length"
+    )
+    overlap_tokens: int = Field(default=32, ge=0)
+
+
+class EmbeddingSettings(Strict):
+    """The sentence-transformers model: a Hugging Face id or a local directory."""
+
+    model: str = DEFAULT_MODEL
+    device: str = "cpu"
+    batch_size: int = Field(default=32, gt=0)
+    backend: Literal["auto", "torch-fp32", "torch-bf16", "openvino"] = "auto"
+    cache: bool = Field(default=True, description="reuse vectors of texts embedded before "
+                        "(a renamed note, a rebuilt store) from the cache directory")
+
+
+class VectorSettings(Strict):
+    """Where vectors live: an embedded Qdrant Edge shard under the data directory, or a
+    Qdrant server when ``url`` (or $QDRANT_URL) is set; its API key comes from
+    $QDRANT_API_KEY only, never from this file."""
+
+    url: str | None = None
+
+
+class GraphSettings(Strict):
+    """Graph extraction; Neo4j is used instead of the embedded store when $NEO4J_URI is set
+    (with $NEO4J_USER and $NEO4J_PASSWORD; credentials never live in this file)."""
+
+    relation_fields: tuple[str, ...] = (
+        "related", "up", "parent", "down", "next", "prev", "source", "author")
+    max_broken_link_ratio: float = Field(default=0.2, ge=0, le=1)
+    similarity_top_k: int = Field(default=0, ge=0, description="0 turns SIMILAR_TO edges off")
+    similarity_threshold: float = Field(default=0.8, ge=-1, le=1)
+
+
+class AnalyticsSettings(Strict):
+    """Vault analytics snapshots: what counts as stale, how communities are found, how much
+    history is kept."""
+
+    stale_after_days: int = Field(default=30, gt=0)
+    stale_min_links_in: int = Field(default=3, ge=1, description="'highly linked' threshold")
+    community_resolution: float = Field(default=1.0, gt=0)
+    community_seed: int = 42
+    top_n: int = Field(default=10, gt=0, description="rows in the hub and quality lists")
+    keep_snapshots: int = Field(default=100, gt=0, description="history kept per source")
+
+
+def _known_timezone(name: str) -> str:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown timezone {name!r} (use an IANA name such as "
+                         "'Europe/Berlin')") from exc
+    return name
+
+
+Timezone = Annotated[str, AfterValidator(_known_timezone)]
+
+
+class ScheduleSettings(Strict):
+    """When a schedule fires: a cron expression in an IANA timezone (checked when the
+    definitions are built)."""
+
+    cron: str
+    timezone: Timezone = "UTC"
+
+
+class SchedulesSettings(Strict):
+    """The periodic runs behind the change sensors."""
+
+    refresh: ScheduleSettings = ScheduleSettings(cron="0 3 * * *")
+    analytics: ScheduleSettings = ScheduleSettings(cron="30 6 * * *")
+
+
+class EnvironmentSettings(Strict):
+    """Secrets and server addresses, from the environment only (never from the file):
+    the Qdrant API key, the Neo4j server (the graph lives there when ``neo4j_uri`` is set),
+    the webhook that failure notices are POSTed to, and a cache directory shared by
+    several data directories."""
+
+    qdrant_api_key: str | None = None
+    neo4j_uri: str | None = None
+    neo4j_user: str = "neo4j"
+    neo4j_password: str = ""
+    webhook_url: str | None = None
+    cache_dir: Path | None = None
+
+    @classmethod
+    def from_environ(cls) -> EnvironmentSettings:
+        return cls(qdrant_api_key=os.environ.get(QDRANT_API_KEY_ENV) or None,
+                   neo4j_uri=os.environ.get(NEO4J_URI_ENV) or None,
+                   neo4j_user=os.environ.get(NEO4J_USER_ENV) or "neo4j",
+                   neo4j_password=os.environ.get(NEO4J_PASSWORD_ENV, ""),
+                   webhook_url=os.environ.get(WEBHOOK_ENV) or None,
+                   cache_dir=Path(os.environ[CACHE_ENV]).expanduser().resolve()
+                   if os.environ.get(CACHE_ENV) else None)
+
+

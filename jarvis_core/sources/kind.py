@@ -1,0 +1,181 @@
+"""What a source kind is, said once: the ``SourceKind`` descriptor.
+
+A kind (vault, repository, ticket set, mail, Confluence export) is one folder under
+``jarvis_core/sources/`` and one line in ``jarvis_core/sources/registry.py``. Its folder
+reads the source into its raw tables and describes them here; every layer after ingestion
+is the same for every kind and reads the descriptor: the configuration its settings,
+chunking and the keyword index its documents, the graph its extractor, publishing its
+tables, `jarvis status` its counts, refresh and the sensors its change watch, and the
+Dagster layer makes its raw asset, partitions and checks from it.
+
+Describing a kind imports nothing a cold query does not need: the parts that bring parsers
+and table schemas are reached through ``SourceKind.pipeline()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jarvis_core.settings import IngestSettings, SourceSettings
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from jarvis_core.sources.extraction import GraphExtractor
+    from jarvis_core.stores.tables import Table
+
+# The columns every document select gives ($1 is the source): what chunking, the keyword
+# index, vectors, GraphRAG's recency and lookup know of a document, whatever its kind.
+DOCUMENT_COLUMNS = ("source", "source_type", "doc_key", "path", "title", "text", "doc_hash",
+                    "modified_at", "tags", "names")
+
+
+@dataclass(frozen=True)
+class DocumentType:
+    """One type of document a kind holds (a repository holds commits and docs): its name,
+    which is its chunks' ``source_type``, and one SELECT over the kind's raw tables giving
+    ``DOCUMENT_COLUMNS`` for the source ``$1``. ``tags`` are the labels a search filters
+    on; ``names`` the lower-cased identifiers a person names it by (a ticket key, a commit
+    hash, a page title), which lookup matches."""
+
+    name: str
+    select: str
+
+
+@dataclass(frozen=True)
+class RawAsset:
+    """How the kind's raw layer shows in Dagster: the asset's name, its description and the
+    kinds (technologies) the UI shows on it."""
+
+    name: str
+    description: str
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FailedRatio:
+    """The warning check on the share of items that could not be read: its name and what
+    the items are, in words."""
+
+    check: str
+    items: str
+
+
+class SourceUnreachable(Exception):
+    """The whole source cannot be read (a missing folder, clone or export); what earlier runs
+    stored stays."""
+
+
+@dataclass(frozen=True)
+class IngestRun:
+    """One raw run of one source. ``settings`` is None when the source is no longer
+    configured: its rows are removed."""
+
+    source: str
+    settings: Any
+    connect: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
+    limits: IngestSettings
+    data_dir: Path
+    now: datetime
+    warn: Callable[[str], None]
+
+
+@dataclass
+class Ingested:
+    """What a raw run did, for its asset's metadata: item counts, the rows the source holds,
+    where it was read, failed items, a preview, figures (numbers, flags, names), counts
+    tables and seconds per phase."""
+
+    counts: Mapping[str, int]
+    rows: int
+    location: str | None
+    failures: list[dict] = field(default_factory=list)
+    preview: list[dict] = field(default_factory=list)
+    preview_columns: tuple[str, ...] = ()
+    figures: dict[str, Any] = field(default_factory=dict)
+    tables: dict[str, Mapping[str, int]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Look:
+    """A cheap look at a source: a digest small enough for a sensor's cursor (it moves when
+    the source may have changed) and what ``ChangeWatch.compare`` needs."""
+
+    digest: str
+    state: Any
+
+
+@dataclass(frozen=True)
+class Change:
+    """Why a source needs a run: a reason in words and run tags. ``first``: nothing of the
+    source is published yet."""
+
+    reason: str
+    tags: Mapping[str, str] = field(default_factory=dict)
+    first: bool = False
+
+
+@dataclass(frozen=True)
+class ChangeWatch:
+    """How a change to a source is noticed, in two steps: ``look`` (a stat walk, a remote
+    head; raises SourceUnreachable) and, when its digest moved, ``compare`` with the
+    published version by content (None: nothing changed)."""
+
+    look: Callable[[str, Any], Look]
+    compare: Callable[[str, Look, Path], Change | None]
+    interval_seconds: int = 30
+
+
+@dataclass(frozen=True)
+class KindPipeline:
+    """What the pipeline runs for a kind, imported when it runs: its raw tables, its ingest
+    and its graph extractor."""
+
+    tables: Sequence[Table]
+    ingest: Callable[[IngestRun], Ingested]
+    graph: GraphExtractor
+
+
+@dataclass(frozen=True, eq=False)
+class SourceKind:
+    """A source kind, described once (see the module's docstring).
+
+    ``section`` is its part of jarvis.yaml, each entry validated by ``settings``.
+    ``serving`` maps each table the query
+    side reads of it to the SELECT that fills the published copy; ``counts`` the layers
+    `jarvis status` shows to the tables counted; ``ingested`` is the table whose rows a
+    source has (and whose ``ingested_at`` says when)."""
+
+    name: str
+    section: str
+    label: str
+    settings: type[SourceSettings]
+    asset: RawAsset
+    documents: tuple[DocumentType, ...]
+    serving: Mapping[str, str]
+    counts: Mapping[str, str]
+    ingested: str
+    watch: ChangeWatch
+    load_pipeline: Callable[[], KindPipeline]
+    failed_ratio: FailedRatio | None = None
+
+    @cached_property
+    def pipeline(self) -> KindPipeline:
+        return self.load_pipeline()
+
+    @property
+    def partitions(self) -> str:
+        """The name of the Dagster partitions holding this kind's sources."""
+        return f"{self.name}_sources"
+
+    @property
+    def ingest_job(self) -> str:
+        """The name of the Dagster job that ingests one source of this kind."""
+        return f"ingest_{self.name}"

@@ -1,0 +1,53 @@
+"""The repository kind: a git repository's commits and, at its branch head, its files and
+docs."""
+
+from __future__ import annotations
+
+from jarvis_core.sources.kind import DocumentType, KindPipeline, RawAsset, SourceKind
+from jarvis_core.sources.repo.changes import WATCH
+from jarvis_core.sources.repo.settings import RepoConfig
+
+
+def _pipeline() -> KindPipeline:
+    from jarvis_core.sources.repo.graph import EXTRACTOR
+    from jarvis_core.sources.repo.ingest import ingest
+    from jarvis_core.sources.repo.tables import TABLES
+
+    return KindPipeline(TABLES, ingest, EXTRACTOR)
+
+
+REPO = SourceKind(
+    name="repo", section="repos", label="repository", settings=RepoConfig,
+    asset=RawAsset(
+        "raw_repository",
+        "Commits of one repository (partition) reachable from its branch, with the files each "
+        "changed; the files (with language) and docs at the branch head; ``.jarvis`` "
+        "knowledge.\n\nOnly commits not stored yet are read; commits no longer reachable (a "
+        "force-push) are removed, and everything built from them follows. A repository "
+        "configured by ``url`` is cloned into the data directory once and fetched on later "
+        "runs.",
+        ("duckdb", "git")),
+    documents=(
+        DocumentType("commit", """
+            SELECT source, 'commit' AS source_type, 'commit:' || source || '/' || sha AS doc_key,
+                   'commits/' || sha AS path, subject AS title, message AS text,
+                   sha AS doc_hash, committed_at AS modified_at, []::VARCHAR[] AS tags,
+                   [sha] AS names
+            FROM commits WHERE source = $1"""),
+        DocumentType("repo_doc", """
+            SELECT source, 'repo_doc' AS source_type,
+                   'repo_doc:' || source || '/' || path AS doc_key, path, title, text,
+                   blob_sha AS doc_hash, modified_at, []::VARCHAR[] AS tags,
+                   []::VARCHAR[] AS names
+            FROM repo_docs WHERE source = $1"""),
+    ),
+    serving={"commits": "SELECT * EXCLUDE (message) FROM commits",
+             "repo_files": "SELECT * FROM repo_files",
+             "repo_docs": "SELECT * EXCLUDE (text) FROM repo_docs",
+             # what the repository's change watch compares with (the last ingested head)
+             "repo_state": "SELECT * FROM repo_state"},
+    counts={"commits": "commits", "repo_files": "repo_files", "repo_docs": "repo_docs"},
+    ingested="commits",
+    watch=WATCH,
+    load_pipeline=_pipeline,
+)

@@ -1,0 +1,60 @@
+"""A repository's entry in jarvis.yaml (``repos:``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field, field_validator, model_validator
+
+from jarvis_core.settings import SourceSettings
+
+DEFAULT_REPO_DOCS = ("README*", "docs/**/*.md")
+# scheme://… or scp-like user@host:path; anything else is a local path (a bundle, a clone).
+_REMOTE_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|[^/\s]+@[^/\s]+:)")
+
+
+class RepoConfig(SourceSettings):
+    """A git repository: a local clone at ``path``, or a ``url`` cloned into the data
+    directory on the first refresh (and fetched on later ones)."""
+
+    kind: ClassVar[str] = "repo"
+
+    path: Path | None = None
+    url: str | None = None
+    branch: str = Field(default="HEAD", min_length=1)
+    docs: tuple[str, ...] = DEFAULT_REPO_DOCS
+    knowledge_dir: str = ".jarvis"
+    exclude: tuple[str, ...] = ()
+
+    @field_validator("path")
+    @classmethod
+    def _must_be_directory(cls, path: Path | None) -> Path | None:
+        if path is not None and path.exists() and not path.is_dir():  # missing: see vaults
+            raise ValueError(f"repository path is not a directory: {path}")
+        return path
+
+    @model_validator(mode="after")
+    def _path_or_url(self) -> RepoConfig:
+        if self.path is None and self.url is None:
+            raise ValueError("a repository needs a 'path' (a local clone) or a 'url' to clone")
+        return self
+
+    @property
+    def location(self) -> str:
+        return str(self.path if self.path is not None else self.url)
+
+    def checkout(self, data_dir: Path, name: str) -> Path:
+        """Where the repository is read: its ``path``, else its clone under the data
+        directory."""
+        return self.path if self.path is not None else data_dir / "repos" / name
+
+    @classmethod
+    def expand(cls, spec: dict, absolute: Callable[[str], Path]) -> dict:
+        """A ``url`` that is a local path (a bundle, a clone) is made absolute too."""
+        url = spec.get("url")
+        if isinstance(url, str) and not _REMOTE_URL.match(url):
+            return {**spec, "url": str(absolute(url))}
+        return spec

@@ -1,0 +1,50 @@
+"""The ticket kind: Jira and GitHub issue exports, one ticket per document."""
+
+from __future__ import annotations
+
+from jarvis_core.sources.changes import export_watch
+from jarvis_core.sources.kind import (
+    DocumentType,
+    FailedRatio,
+    KindPipeline,
+    RawAsset,
+    SourceKind,
+)
+from jarvis_core.sources.listings import ticket_files
+from jarvis_core.sources.tickets.settings import TicketsConfig
+
+
+def _pipeline() -> KindPipeline:
+    from jarvis_core.sources.tickets.graph import EXTRACTOR
+    from jarvis_core.sources.tickets.ingest import ingest
+    from jarvis_core.sources.tickets.tables import TABLES
+
+    return KindPipeline(TABLES, ingest, EXTRACTOR)
+
+
+TICKETS = SourceKind(
+    name="tickets", section="tickets", label="ticket set", settings=TicketsConfig,
+    asset=RawAsset(
+        "raw_tickets",
+        "Tickets of one ticket set (partition): Jira REST issues and search pages, GitHub "
+        "issues and pull requests, each with its description, comments and links.\n\n"
+        "An export whose files all hash as before is not parsed again; otherwise only changed "
+        "files are parsed (a Jira file that hashes as before gives its stored tickets), and "
+        "only tickets whose content hash changed are rewritten (the newest ``updated`` wins "
+        "between copies of one key); removed tickets are deleted. Files and issues that "
+        "cannot be read are recorded in ``ingest_failures`` and the rest goes on.",
+        ("duckdb", "json")),
+    documents=(DocumentType("ticket", """
+        SELECT source, 'ticket' AS source_type, 'ticket:' || key AS doc_key,
+               'tickets/' || key AS path, key || ': ' || summary AS title, text,
+               content_hash AS doc_hash, coalesce(updated_at, created_at) AS modified_at,
+               labels AS tags, [lower(key)] AS names
+        FROM tickets WHERE source = $1"""),),
+    serving={"tickets": "SELECT * EXCLUDE (text) FROM tickets",
+             "ticket_files": "SELECT * FROM ticket_files"},
+    counts={"tickets": "tickets"},
+    ingested="tickets",
+    watch=export_watch(ticket_files, "ticket_files"),
+    load_pipeline=_pipeline,
+    failed_ratio=FailedRatio("failed_ticket_ratio", "export files and issues"),
+)
