@@ -43,7 +43,7 @@ def _stores(kb, snapshot, audit: AuditLog) -> list[dict]:
 
     checks = [_check("tables", tables),
               _check("vectors", lambda: snapshot.vectors and "opened"),
-              _check("keyword", lambda: kb.keyword.searcher(snapshot) and "opened"),
+              _check("keyword", lambda: kb.keyword.open(snapshot) or "opened"),
               _check("graph", lambda: snapshot.graph() and "opened"),
               _check("audit", lambda: f"{len(audit.entries(limit=1))} call read")]
     return checks

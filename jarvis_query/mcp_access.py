@@ -14,8 +14,10 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TypeVar
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -24,10 +26,11 @@ from jarvis_core.audit import AuditEntry, AuditLog
 from jarvis_core.memory import clean_label
 from jarvis_core.profiles import Profile, resolve_profile
 from jarvis_query.access_log import documents_of
-from jarvis_query.scoped import scoped_knowledge_base
+from jarvis_query.scoped import KNOWLEDGE_BASE, scoped_knowledge_base
 
 log = logging.getLogger("jarvis.mcp")
 PROFILE_CLAIM = "profile"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,15 @@ class Access:
     def reset(token) -> None:
         _caller.reset(token)
 
+    def as_caller(self, caller: Caller, work: Callable[[ProfileRouter], T]) -> T:
+        """``work`` on the knowledge base the tools call (``router``), answering as
+        ``caller``: what resources and prompts read goes through the same door."""
+        token = Access.acting_as(caller)
+        try:
+            return work(self.router)
+        finally:
+            Access.reset(token)
+
     def record(self, caller: Caller, tool: str, arguments: dict, *, correlation_id: str,
                duration_ms: float, data: dict | None = None, error: str | None = None,
                documents: list[str] | None = None) -> None:
@@ -111,11 +123,15 @@ class Access:
 
 
 class ProfileRouter:
-    """The knowledge base the tools call: every attribute is the current caller's profile's
-    knowledge base's; outside a call it refuses (fails closed) rather than guess."""
+    """The knowledge base the tools call: the attributes KNOWLEDGE_BASE lists as scoped or
+    shared (jarvis_query/scoped.py), each the current caller's profile's knowledge base's.
+    Any other attribute is refused, and so is every attribute outside a call (fails closed)
+    rather than guessed."""
 
     def __init__(self, access: Access) -> None:
         self._access = access
 
     def __getattr__(self, name: str):
+        if name not in KNOWLEDGE_BASE.scoped and name not in KNOWLEDGE_BASE.shared:
+            raise KNOWLEDGE_BASE.refusal(name)
         return getattr(self._access.knowledge_base(Access.current_caller().profile), name)

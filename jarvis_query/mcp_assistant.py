@@ -123,7 +123,7 @@ class AssistantServer(JarvisMCPServer):
         started = time.perf_counter()
         try:
             documents, next_cursor = await anyio.to_thread.run_sync(
-                list_documents, self.access.knowledge_base(caller.profile), cursor)
+                self.access.as_caller, caller, partial(list_documents, cursor=cursor))
         except (QueryError, NotPublished) as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
         finally:
@@ -188,7 +188,7 @@ def _register_resources_and_prompts(server: AssistantServer, access: Access) -> 
         caller = access.identify(_request_context(context))
         started = time.perf_counter()
         try:
-            result, documents = work(access.knowledge_base(caller.profile))
+            result, documents = access.as_caller(caller, work)
         except Exception as exc:
             access.record(caller, name, arguments, correlation_id="-",
                           duration_ms=(time.perf_counter() - started) * 1000, error=str(exc))

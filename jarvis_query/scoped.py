@@ -14,6 +14,13 @@ or count of another source, whatever it is asked.
   ``Snapshot.restrict``, which a scoped snapshot answers with the profile's sources.
 - The graph store: neighbourhoods are walked over visible nodes and edges only, and a shared
   node (a tag, a person) shows the title the profile's own sources gave it.
+- The version: its manifest's per-source figures keep the profile's sources only.
+
+Scoping fails closed. Each store's view serves the attributes its ``Surface`` below lists
+(SNAPSHOT, VECTORS, GRAPH, and KNOWLEDGE_BASE for the tools' router in mcp_access.py): the
+scoped ones it answers itself, the shared ones it hands on with the reason that is safe. Any
+other attribute, one added to the store tomorrow included, raises ``NotScoped``;
+tests/unit/test_scoping_surface.py fails until a new attribute is listed here.
 """
 
 from __future__ import annotations
@@ -22,20 +29,99 @@ import copy
 import json
 import threading
 from collections import defaultdict
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import duckdb
 
 from jarvis_core.profiles import Profile
 from jarvis_core.stores.graph.base import GraphNodeNotFound, NodeView, Subgraph
+from jarvis_core.stores.serving import PublishedVersion
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.context import VaultContexts
 from jarvis_query.results import sql_strings
+from jarvis_query.snapshot import embeddings_progress
 
 PUBLISHED = "published"  # the catalog name the version's tables are attached under
 WIDEN = 4                # a scoped neighbourhood reads this many times the nodes first ...
 MIN_WIDE = 2000          # ... and at least this many, since hidden nodes take places
+
+
+class NotScoped(AttributeError):
+    """An attribute a profile's view of a store does not serve."""
+
+
+@dataclass(frozen=True)
+class Surface:
+    """The public attributes of a store (its class's and those its ``__init__`` sets), as a
+    profile's view of it serves them: ``scoped`` ones the view answers itself, over the
+    profile's sources; ``shared`` ones it hands on as the store answers them, each with why
+    that shows nothing of another source; ``withheld`` ones it never serves, each with why.
+    Anything else is not served either."""
+
+    store: str
+    scoped: frozenset[str]
+    shared: Mapping[str, str]
+    withheld: Mapping[str, str]
+
+    def refusal(self, name: str) -> NotScoped:
+        reason = self.withheld.get(name) or (
+            f"a profile's {self.store} serves only the attributes jarvis_query/scoped.py "
+            "lists as scoped or shared")
+        return NotScoped(f"{self.store}.{name} is not scoped: {reason}")
+
+
+_RETRIEVER = ("a retriever: it reads only the snapshot it is handed, the profile's, and "
+              "narrows each search through that snapshot's restrict")
+_QUERY = "a query: it reads through the knowledge base's config and snapshots, the profile's"
+_WHOLE_STORE = "reads over every source (ids, counts, stored vectors): the pipeline's, not a tool's"
+_WRITES = "writes: a published version is read-only"
+
+SNAPSHOT = Surface(
+    "snapshot",
+    scoped=frozenset({"close", "config", "cursor", "embeddings", "graph", "restrict",
+                      "restrict_sources", "vectors", "version"}),
+    shared={"model": "the embedding model's name: one model embeds every source of a version",
+            "skipped": "newer versions that could not be read: their names, states and reasons",
+            "table_names": "the names of the version's tables: the profile's views carry the "
+                           "same names"},
+    withheld={"tables": "the connection to every source's rows: a profile's snapshot reads "
+                        "its views through cursor()"})
+VECTORS = Surface(
+    "vector store",
+    scoped=frozenset({"search"}),
+    shared={},
+    withheld={**dict.fromkeys(("upsert", "delete", "optimize", "flush", "drop"), _WRITES),
+              **dict.fromkeys(("chunk_ids", "count", "counts_by_source", "check", "vectors"),
+                              _WHOLE_STORE),
+              **dict.fromkeys(("backend", "collection", "dimension", "model"),
+                              "the collection's identity: read from the version's manifest"),
+              "close": "the snapshot closes the store it opened"})
+GRAPH = Surface(
+    "graph store",
+    scoped=frozenset({"neighbourhood", "node", "targets"}),
+    shared={},
+    withheld={"apply": _WRITES,
+              **dict.fromkeys(("counts", "document_keys", "dangling_edges"),
+                              "figures over every source's nodes and edges: the pipeline's"),
+              "close": "the snapshot closes the store it opened"})
+# What the tools (mcp_server.py, mcp_assistant.py and the modules they call) may read off the
+# knowledge base: ProfileRouter (mcp_access.py) serves the scoped and shared names, from the
+# knowledge base scoped_knowledge_base makes for the caller's profile.
+KNOWLEDGE_BASE = Surface(
+    "knowledge base",
+    scoped=frozenset({"config", "snapshots"}),
+    shared={**dict.fromkeys(("hybrid", "keyword"), _RETRIEVER),
+            **dict.fromkeys(("search_semantic", "search_vault", "search_hybrid",
+                             "search_graph", "search_graphrag", "read_note", "list_vaults",
+                             "get_vault_context"), _QUERY)},
+    withheld={**dict.fromkeys(("dense", "graph", "graphrag"),
+                              "a retriever behind the queries: the tools call the queries"),
+              "vault_contexts": "get-vault-context's cache (a profile's recounts the "
+                                "cross-source figures): the tools call get_vault_context",
+              **dict.fromkeys(("close", "load", "load_in_background"),
+                              "the serving process's, not a tool's")})
 
 
 def _views(conn: duckdb.DuckDBPyConnection, profile: Profile) -> None:
@@ -64,7 +150,8 @@ def _views(conn: duckdb.DuckDBPyConnection, profile: Profile) -> None:
 
 
 class ScopedVectors:
-    """A version's vector store whose searches keep to the profile's sources."""
+    """A version's vector store whose searches keep to the profile's sources: it serves what
+    VECTORS lists, nothing else."""
 
     def __init__(self, vectors, profile: Profile) -> None:
         self._vectors = vectors
@@ -76,13 +163,14 @@ class ScopedVectors:
                                     score_threshold=score_threshold)
 
     def __getattr__(self, name: str):
-        if name in ("close", "delete", "upsert", "sync"):
-            raise AttributeError(f"a scoped vector store cannot {name}")
-        return getattr(self._vectors, name)
+        if name in VECTORS.shared:
+            return getattr(self._vectors, name)
+        raise VECTORS.refusal(name)
 
 
 class ScopedGraph:
-    """A version's graph store walked over the profile's visible nodes and edges only."""
+    """A version's graph store walked over the profile's visible nodes and edges only: it
+    serves what GRAPH lists, nothing else."""
 
     def __init__(self, store, profile: Profile, visible: frozenset[str],
                  shared: dict[str, tuple[str, dict]]) -> None:
@@ -139,14 +227,19 @@ class ScopedGraph:
                 for key, nodes in found.items()}
         return {key: nodes for key, nodes in kept.items() if nodes}
 
+    def __getattr__(self, name: str):
+        if name in GRAPH.shared:
+            return getattr(self._store, name)
+        raise GRAPH.refusal(name)
+
 
 class ScopedSnapshot:
-    """A snapshot (jarvis_query/snapshot.py) narrowed to a profile; what it does not
-    override (the version, embeddings progress, table names) is the snapshot's own."""
+    """A snapshot (jarvis_query/snapshot.py) narrowed to a profile: it serves what SNAPSHOT
+    lists, nothing else."""
 
     def __init__(self, snapshot, profile: Profile) -> None:
-        self.unscoped = snapshot
-        self.profile = profile
+        self._unscoped = snapshot
+        self._profile = profile
         self.config = profile.configuration(snapshot.config)
         self._tables = duckdb.connect(":memory:")
         self._graph: ScopedGraph | None = None
@@ -160,37 +253,43 @@ class ScopedSnapshot:
             raise
 
     def __getattr__(self, name: str):
-        if name == "tables":  # the unscoped connection: never handed out
-            raise AttributeError("a scoped snapshot reads its tables through cursor()")
-        return getattr(self.unscoped, name)
+        if name in SNAPSHOT.shared:
+            return getattr(self._unscoped, name)
+        raise SNAPSHOT.refusal(name)
+
+    @cached_property
+    def version(self) -> PublishedVersion:
+        """The published version with the manifest the profile sees: each per-source figure
+        (a map by source, such as vectors per source) of the profile's sources only and
+        ``chunks`` counted over them; the version-wide entries (model, backends, settings,
+        times) as published."""
+        version = self._unscoped.version
+        (chunks,) = self.cursor().execute("SELECT count(*) FROM chunks").fetchone()
+        manifest = {key: {source: figure for source, figure in value.items()
+                          if self._profile.allows(source)} if isinstance(value, dict) else value
+                    for key, value in version.manifest.items()}
+        return replace(version, manifest={**manifest, "chunks": chunks})
 
     @cached_property
     def embeddings(self) -> dict:
-        """The snapshot's embeddings progress, counted over the profile's sources."""
-        progress = self.unscoped.embeddings
-        vectors = self.version.manifest.get("vectors") or {}
-        done = sum(count for source, count in vectors.items() if self.profile.allows(source))
-        (total,) = self.cursor().execute("SELECT count(*) FROM chunks").fetchone()
-        message = None if progress["complete"] else (
-            f"embeddings {min(done, total):,} of {total:,} chunks: keyword results until "
-            "every chunk has its vector")
-        return {**progress, "done": done, "total": total, "message": message}
+        """The embeddings progress of the profile's sources."""
+        return embeddings_progress(self.version.manifest)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         return self._tables.cursor()
 
     def restrict(self, filters: VectorFilter | None) -> VectorFilter | None:
-        return self.profile.restrict(filters)
+        return self._profile.restrict(filters)
 
     def restrict_sources(self, sources: list[str] | None) -> list[str] | None:
-        return self.profile.restrict_sources(sources)
+        return self._profile.restrict_sources(sources)
 
     @property
     def vectors(self) -> ScopedVectors:
-        return ScopedVectors(self.unscoped.vectors, self.profile)
+        return ScopedVectors(self._unscoped.vectors, self._profile)
 
     def graph(self) -> ScopedGraph:
-        store = self.unscoped.graph()  # raises what the snapshot raises when unavailable
+        store = self._unscoped.graph()  # raises what the snapshot raises when unavailable
         with self._lock:
             if self._graph is None:
                 cursor = self.cursor()
@@ -199,7 +298,7 @@ class ScopedSnapshot:
                 shared = {key: (title, properties) for key, title, properties in cursor.execute(
                     "SELECT node_key, any_value(title), any_value(properties) FROM graph_nodes "
                     "WHERE node_source IS NULL GROUP BY node_key").fetchall()}
-                self._graph = ScopedGraph(store, self.profile, visible,
+                self._graph = ScopedGraph(store, self._profile, visible,
                                           {key: (title, _properties(text))
                                            for key, (title, text) in shared.items()})
             return self._graph
@@ -222,24 +321,24 @@ class ScopedSnapshots:
     one it replaces stays open until the next switch, as SnapshotProvider does."""
 
     def __init__(self, snapshots, profile: Profile) -> None:
-        self.unscoped = snapshots
-        self.profile = profile
+        self._unscoped = snapshots
+        self._profile = profile
         self._current: ScopedSnapshot | None = None
         self._retired: ScopedSnapshot | None = None
         self._lock = threading.Lock()
 
     def current(self) -> ScopedSnapshot:
-        snapshot = self.unscoped.current()
+        snapshot = self._unscoped.current()
         with self._lock:
-            if self._current is None or self._current.unscoped is not snapshot:  # a switch
-                fresh = ScopedSnapshot(snapshot, self.profile)
+            if self._current is None or self._current._unscoped is not snapshot:  # a switch
+                fresh = ScopedSnapshot(snapshot, self._profile)
                 if self._retired is not None:
                     self._retired.close()
                 self._retired, self._current = self._current, fresh
             return self._current
 
     def damaged(self, snapshot: ScopedSnapshot, exc: BaseException) -> None:
-        self.unscoped.damaged(snapshot.unscoped, exc)
+        self._unscoped.damaged(snapshot._unscoped, exc)
 
     def close(self) -> None:
         with self._lock:
@@ -257,7 +356,7 @@ class ScopedVaultContexts(VaultContexts):
         # imported here: the analytics bring polars, which nothing else at query time needs
         from jarvis_core.analytics.figures import cross_source_figures
 
-        answer = super().get(snapshot.unscoped, vault)
+        answer = super().get(snapshot._unscoped, vault)
         cross = cross_source_figures(snapshot.cursor(), vault, snapshot.config.analytics.top_n)
         return {**answer, "figures": {**answer["figures"], "cross_source": cross}}
 

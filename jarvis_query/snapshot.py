@@ -55,6 +55,18 @@ def graph_failures() -> tuple[type[BaseException], ...]:
     return failures
 
 
+def embeddings_progress(manifest: dict) -> dict:
+    """How far a version's embeddings are: a first refresh of a large source publishes
+    before every chunk has its vector (``vectors_complete`` false in the manifest)."""
+    total = int(manifest.get("chunks") or 0)
+    done = sum((manifest.get("vectors") or {}).values())
+    complete = bool(manifest.get("vectors_complete", True))
+    message = None if complete else (
+        f"embeddings {min(done, total):,} of {total:,} chunks: keyword results until "
+        "every chunk has its vector")
+    return {"complete": complete, "done": done, "total": total, "message": message}
+
+
 class Snapshot:
     """One published version, opened: its tables (read-only) at once, its vectors and its
     graph on first use."""
@@ -78,16 +90,7 @@ class Snapshot:
 
     @cached_property
     def embeddings(self) -> dict:
-        """How far the version's embeddings are: a first refresh of a large source publishes
-        before every chunk has its vector (``vectors_complete`` false in the manifest)."""
-        manifest = self.version.manifest
-        total = int(manifest.get("chunks") or 0)
-        done = sum((manifest.get("vectors") or {}).values())
-        complete = bool(manifest.get("vectors_complete", True))
-        message = None if complete else (
-            f"embeddings {min(done, total):,} of {total:,} chunks: keyword results until "
-            "every chunk has its vector")
-        return {"complete": complete, "done": done, "total": total, "message": message}
+        return embeddings_progress(self.version.manifest)
 
     def table_names(self) -> frozenset[str]:
         """The tables the version holds (older versions lack the newer kinds' tables)."""

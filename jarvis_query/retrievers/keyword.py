@@ -20,7 +20,13 @@ class KeywordRetriever:
         self._searchers: dict[Path, KeywordSearcher] = {}
         self._lock = threading.Lock()
 
-    def searcher(self, snapshot: Snapshot) -> KeywordSearcher:
+    def open(self, snapshot: Snapshot) -> None:
+        """Open the keyword index of ``snapshot``'s version now (health-status checks that it
+        opens); its searches go through the methods below, which keep to the snapshot's
+        sources."""
+        self._searcher(snapshot)
+
+    def _searcher(self, snapshot: Snapshot) -> KeywordSearcher:
         """The keyword index of ``snapshot``'s version, opened once (opening reads only
         index metadata; the files are memory-mapped)."""
         path = snapshot.version.keyword_path
@@ -38,16 +44,16 @@ class KeywordRetriever:
     def retrieve(self, snapshot: Snapshot, query: str, limit: int,
                  filters: VectorFilter | None = None) -> ScoredChunks:
         return [(hit.chunk_id, hit.score) for hit in
-                self.searcher(snapshot).search(query, limit, snapshot.restrict(filters))]
+                self._searcher(snapshot).search(query, limit, snapshot.restrict(filters))]
 
     def with_previews(self, snapshot: Snapshot, query: str, limit: int,
                       filters: VectorFilter | None = None) -> list[KeywordHit]:
         """Chunk hits whose snippet shows the matched words in **bold**."""
-        return self.searcher(snapshot).search(query, limit, snapshot.restrict(filters),
-                                              snippets=True)
+        return self._searcher(snapshot).search(query, limit, snapshot.restrict(filters),
+                                               snippets=True)
 
     def names(self, snapshot: Snapshot, query: str, limit: int,
               sources: list[str] | None = None) -> list[NameHit]:
         """Documents whose title or path matches, best first."""
-        return self.searcher(snapshot).search_names(query, limit,
-                                                    snapshot.restrict_sources(sources))
+        return self._searcher(snapshot).search_names(query, limit,
+                                                     snapshot.restrict_sources(sources))

@@ -1,9 +1,11 @@
-"""Profiles, adversarially, over both transports: a vault, a repository and a Jira export
-published once; a client whose profile leaves sources out calls every tool, resource and
-prompt with arguments aimed at those sources (their titles as queries, their paths and keys as
-paths and graph centres, their names as vaults) and nothing of theirs comes back: no source
-name, document key, path, title or chunk id that only they hold. The same calls as `all` do
-bring those markers back, so the check can fail. Over HTTP the server refuses missing, wrong
+"""Profiles, adversarially, over both transports: a vault, a memory vault holding a memory, a
+repository, a Jira export, a mailbox and a Confluence space published once; a client whose
+profile leaves sources out calls every tool, resource and prompt with arguments aimed at a
+document of every kind those sources hold (notes, memories, commits, repository docs,
+tickets, mail threads, pages: their titles as queries, their paths and keys as paths and graph
+centres, their names as vaults) and nothing of theirs comes back: no source name, document
+key, path, title or chunk id that only they hold. The same calls as `all` do bring each left-out
+source's markers back, so every check can fail. Over HTTP the server refuses missing, wrong
 and revoked tokens with 401 and nothing else, answers oversized bodies with 413 and a flood
 with 429, and serves two clients with different profiles at once."""
 
@@ -14,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 from urllib.parse import quote
 
@@ -28,9 +31,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import PaginatedRequestParams
 
 from jarvis_core.access_tokens import TokenStore, tokens_path
+from jarvis_core.memory import MemoryVault
 from jarvis_core.stores import serving
 from jarvis_pipeline.refresh import run_refresh
 from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, write_config
+from tests.query_helpers import SAMPLE_CONFLUENCE, SAMPLE_MAIL
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +57,11 @@ def published(tmp_path_factory):
             root / "project", {"mynotes": root / "vault", "recollections": root / "memory"},
             repos={"lumen": {"url": str(PROJECT_ROOT / "sample_data/repos/lumen.bundle")}},
             tickets={"lumen-jira": str(PROJECT_ROOT / "sample_data/tickets/jira")},
+            mail={"postbag": str(SAMPLE_MAIL)}, confluence={"wikispace": str(SAMPLE_CONFLUENCE)},
             memory={"vault": "recollections"}, profiles=PROFILES)
+        MemoryVault.from_config(config).write(
+            "The spare calibration weights for the rain gauges are kept in the blue cabinet "
+            "of the workshop.", title="Where the calibration weights are", importance=0.8)
         assert run_refresh(config)["ok"]
     return config
 
@@ -67,11 +76,16 @@ def _in(sources: list[str]) -> str:
     return "(" + ", ".join(f"'{s}'" for s in sources) + ")"
 
 
-def markers(config, profile: str) -> set[str]:
-    """Strings only the sources outside ``profile`` hold (lower case): their names, document
-    and node keys, paths, titles and chunk ids, less any the profile's own data contains."""
+def left_out(config, profile: str) -> list[str]:
+    return [source for source in config.source_names if source not in PROFILES[profile]]
+
+
+def markers(config, profile: str, excluded: list[str] | None = None) -> set[str]:
+    """Strings only the sources outside ``profile`` (or those of them in ``excluded``) hold,
+    in lower case: their names, document and node keys, paths, titles and chunk ids, less
+    any the profile's own data contains."""
     allowed = PROFILES[profile]
-    excluded = [s for s in config.source_names if s not in allowed]
+    excluded = excluded or left_out(config, profile)
     found = set(excluded)
     for row in _rows(config, f"SELECT doc_key, path, title, chunk_id FROM chunks "
                              f"WHERE source IN {_in(excluded)}"):
@@ -94,19 +108,22 @@ def markers(config, profile: str) -> set[str]:
 
 
 def battery(config, profile: str) -> list[tuple[str, object]]:
-    """Every tool, resource and prompt, aimed at the sources ``profile`` leaves out."""
-    excluded = [s for s in config.source_names if s not in PROFILES[profile]]
-    docs = _rows(config, f"SELECT any_value(source), path, any_value(title), doc_key FROM chunks "
-                         f"WHERE source IN {_in(excluded)} GROUP BY ALL ORDER BY ALL")
-    picked = docs[:: max(1, len(docs) // 4)][:4]
+    """Every tool, resource and prompt, aimed at a document of each source and kind
+    ``profile`` leaves out."""
+    kinds = defaultdict(list)
+    for source, source_type, path, title, key in _rows(
+            config, "SELECT source, any_value(source_type), path, any_value(title), doc_key "
+                    f"FROM chunks WHERE source IN {_in(left_out(config, profile))} "
+                    "GROUP BY source, path, doc_key ORDER BY ALL"):
+        kinds[source, source_type].append((source, path, title, key))
     calls: list[tuple[str, object]] = []
-    for source, path, title, key in picked:
+    for source, path, title, key in [docs[len(docs) // 2] for docs in kinds.values()]:
         calls += [
             ("search-semantic", {"query": title, "limit": 50}),
             ("search-vault", {"query": title, "limit": 50}),
             ("search-vault", {"query": title, "search_content": True, "limit": 50}),
-            ("search-hybrid", {"query": title, "limit": 50, "source_types": ["ticket", "commit",
-                                                                              "note"]}),
+            ("search-hybrid", {"query": title, "limit": 50, "source_types": [
+                "ticket", "commit", "note", "email", "page"]}),
             ("search-hybrid", {"query": title, "vault": source}),
             ("search-graph", {"query_note_path": key.split(":", 1)[1].split("/")[-1],
                               "depth": 3}),
@@ -194,19 +211,24 @@ def test_a_restricted_profile_over_stdio_gets_nothing_of_other_sources(published
     for name, result in results:  # and every answer is what its tool declares
         if not result.is_error:
             jsonschema.validate(result.structured_content, tools[name].output_schema)
-    if profile == "notes":
-        everything, _, _ = anyio.run(_over_stdio_as_all, published, calls)
-        assert len(leaks(everything, found, calls)) > len(calls) // 3  # the check can fail
 
 
-async def _over_stdio_as_all(config, calls):
-    params = StdioServerParameters(command=JARVIS, args=["--config", str(config.config_path),
-                                                         "serve"],
-                                   env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    async with stdio_client(params) as (read, write), ClientSession(
-            read, write, read_timeout_seconds=300) as session:
-        await session.initialize()
-        return await run_battery(session, calls)
+def test_the_same_calls_as_all_bring_back_every_left_out_source(published):
+    """The positive control: as `all`, each profile's battery finds each source it aims at
+    (notes and memories, commits and repository docs, tickets, threads, pages)."""
+    plans = {profile: battery(published, profile) for profile in PROFILES}
+    distinct = list({json.dumps(call): call for calls in plans.values() for call in calls}
+                    .values())  # the profiles aim at the same mail threads and pages
+    answers, _, _ = anyio.run(_over_stdio, published, "all", distinct)
+    answered = {json.dumps(call): answer for call, answer in zip(distinct, answers,
+                                                                 strict=True)}
+    for profile, calls in plans.items():
+        mine = [answered[json.dumps(call)] for call in calls]
+        assert len(leaks(mine, markers(published, profile), calls)) > len(calls) // 3
+        shown = "\n".join(mine)
+        for source in left_out(published, profile):  # its documents, beyond its name
+            documents = markers(published, profile, [source]) - {source}
+            assert any(m in shown for m in documents), source
 
 
 # --- HTTP ------------------------------------------------------------------------------
