@@ -13,6 +13,7 @@ import pytest
 from jarvis_core.audit import AuditLog, audit_path
 from jarvis_core.config import config_from_mapping
 from jarvis_core.profiles import resolve_profile
+from jarvis_core.sources import registry
 from jarvis_core.stores import serving
 from jarvis_core.stores.graph.base import GraphStore
 from jarvis_core.stores.graph.elements import Edge, Node
@@ -63,7 +64,7 @@ def unlisted(surface, names: set[str]) -> dict[str, set[str]]:
 def _publish(data_dir, staging) -> dict:
     """Each source's document as tables, vectors and graph in ``staging``; the manifest."""
     with duckdb.connect(str(staging / serving.SERVING_TABLES_FILE)) as conn:
-        ensure_schema(conn)
+        ensure_schema(conn, registry.declared_tables())
         for source, (chunk_id, key, title) in DOCUMENTS.items():
             conn.execute("INSERT INTO chunks (chunk_id, source, source_type, doc_key, path, "
                          "title, position, text) VALUES (?, ?, 'note', ?, ?, ?, 0, ?)",
