@@ -5,6 +5,8 @@ import contextlib
 import fcntl
 import os
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -73,20 +75,51 @@ def sample_config(tmp_path, sample_vault) -> JarvisConfig:
 def published_sample(tmp_path_factory) -> JarvisConfig:
     """The sample vault refreshed and published once per test run, shared by the workers,
     for tests that only query it (tests that edit a vault or refresh copy it first:
-    ``private_copy``). The first worker to need it publishes it; the others wait for it."""
+    ``private_copy``)."""
+    def lay_out(root):
+        shutil.copytree(SAMPLE_VAULT, root / "vault", symlinks=True)
+        return write_config(root / "project", {"sample": root / "vault"})
+
+    return _published_once(tmp_path_factory, "published-sample", lay_out)
+
+
+@pytest.fixture(scope="session")
+def published_project(tmp_path_factory) -> JarvisConfig:
+    """The project folder as README command 1 leaves it, refreshed and published once per
+    test run and shared by the workers: the shipped jarvis.yaml (all five kinds of source)
+    and workspace.yaml, the sample data and ``.venv`` (links to this checkout's and to this
+    interpreter's), the stores in ``.jarvis``. Tests query it and run the documented
+    commands in it (a refresh with nothing to do, tokens, the access log); a test that
+    changes a source or what is published must not use it (a copy would not do either: the
+    configuration's fingerprint holds absolute paths, so a moved project refreshes every
+    source)."""
+    def lay_out(root):
+        project = root / "project"
+        project.mkdir(parents=True)
+        for name in ("jarvis.yaml", "workspace.yaml"):
+            shutil.copy(PROJECT_ROOT / name, project / name)
+        (project / "sample_data").symlink_to(PROJECT_ROOT / "sample_data")
+        (project / ".venv").symlink_to(Path(sys.prefix))
+        return load_config(project / "jarvis.yaml")
+
+    return _published_once(tmp_path_factory, "published-project", lay_out)
+
+
+def _published_once(tmp_path_factory, name: str, lay_out) -> JarvisConfig:
+    """The configuration ``lay_out(root)`` writes under ``root/project``, refreshed and
+    published by the first worker that needs it; the others wait for it."""
     from jarvis_pipeline.refresh import run_refresh
 
-    root = _shared_root(tmp_path_factory) / "published-sample"
+    root = _shared_root(tmp_path_factory) / name
     with _held(root.with_name(f"{root.name}.lock")):
         if (root / "published").exists():
             return load_config(root / "project" / "jarvis.yaml")
         shutil.rmtree(root, ignore_errors=True)  # a worker that failed to publish it
         with pytest.MonkeyPatch.context() as patch:
-            for name in ("JARVIS_HOME", "JARVIS_CONFIG", "DAGSTER_HOME"):
-                patch.delenv(name, raising=False)
+            for variable in ("JARVIS_HOME", "JARVIS_CONFIG", "DAGSTER_HOME"):
+                patch.delenv(variable, raising=False)
             patch.setenv("HF_HUB_OFFLINE", "1")
-            shutil.copytree(SAMPLE_VAULT, root / "vault", symlinks=True)
-            config = write_config(root / "project", {"sample": root / "vault"})
+            config = lay_out(root)
             report = run_refresh(config)
         assert report["ok"], report
         (root / "published").touch()

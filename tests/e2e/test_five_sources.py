@@ -6,19 +6,14 @@ in a mail thread finds the thread, its ticket and the commit that landed it.
 Searched on the published keyword index and graph store directly (jarvis_query's
 KnowledgeBase is being rewritten while this lands)."""
 
-import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
-import yaml
 
-from jarvis_core.config import load_config
 from jarvis_core.stores import serving
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_core.stores.keyword import KeywordSearcher
-from jarvis_pipeline.refresh import run_refresh
-from tests.pipeline_helpers import PROJECT_ROOT, rows
+from tests.pipeline_helpers import rows
 
 pytestmark = pytest.mark.slow
 
@@ -27,32 +22,8 @@ DEDUPE_COMMIT = "commit:lumen/5d2429715b4ce7089db5b534cbdbde6f9c6764ef"
 INGEST_PAGE = "page:lumen-wiki/65541"
 
 
-def sample_configuration(root: Path):
-    """jarvis.yaml's sources as shipped, with the stores in ``root``."""
-    settings = yaml.safe_load((PROJECT_ROOT / "jarvis.yaml").read_text())
-    for section in ("vaults", "repos", "tickets", "mail", "confluence"):
-        for name, spec in settings[section].items():
-            spec = {"path": spec} if isinstance(spec, str) else spec
-            settings[section][name] = {key: str(PROJECT_ROOT / value) if key in ("path", "url")
-                                       else value for key, value in spec.items()}
-    settings["data_dir"] = str(root / "data")
-    (root / "jarvis.yaml").write_text(yaml.safe_dump(settings))
-    return load_config(root / "jarvis.yaml")
-
-
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    config = sample_configuration(tmp_path_factory.mktemp("five-sources"))
-    started = time.perf_counter()
-    report = run_refresh(config)
-    seconds = {entry["source"]: entry["seconds"] for entry in report["sources"]}
-    print(f"\nsample refresh: {time.perf_counter() - started:.1f} s; per source {seconds}")
-    return config, report
-
-
-def test_the_sample_configuration_names_all_five_kinds(sample):
-    config, report = sample
-    assert report["ok"], report
+def test_the_sample_configuration_names_all_five_kinds(published_project):
+    config = published_project
     assert {config.source_kind(name) for name in config.source_names} == {
         "vault", "repo", "tickets", "mail", "confluence"}
     assert rows(config, "SELECT count(*) FROM mail_threads") == [(3,)]
@@ -65,8 +36,8 @@ def test_the_sample_configuration_names_all_five_kinds(sample):
     assert by_kind[("page", "MENTIONS", "commit")] >= 3
 
 
-def test_a_search_for_a_decision_finds_the_thread_its_ticket_and_the_commit(sample):
-    config, _ = sample
+def test_a_search_for_a_decision_finds_the_thread_its_ticket_and_the_commit(published_project):
+    config = published_project
     version = serving.current_version(config.data_dir)
     hits = KeywordSearcher(version.keyword_path).search(
         "dedupe key decision: boot_id instead of observed_at, no Redis dedupe window", limit=5)
@@ -94,8 +65,9 @@ def test_a_search_for_a_decision_finds_the_thread_its_ticket_and_the_commit(samp
     assert titles[DEDUPE_COMMIT].startswith("[LUM-4] Dedupe key")
 
 
-def test_the_wiki_page_recording_the_decision_links_to_the_same_ticket_and_commit(sample):
-    config, _ = sample
+def test_the_wiki_page_recording_the_decision_links_to_the_same_ticket_and_commit(
+        published_project):
+    config = published_project
     cited = {(relation, dst) for src, relation, dst in rows(
         config, "SELECT src, relation, dst FROM graph_edges WHERE src = ?", [INGEST_PAGE])}
     assert {("MENTIONS", "ticket:LUM-4"), ("MENTIONS", DEDUPE_COMMIT),
