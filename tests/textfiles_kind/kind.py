@@ -1,0 +1,31 @@
+"""The text-folder kind."""
+
+from jarvis_core.sources.changes import export_watch
+from jarvis_core.sources.kind import DocumentType, KindPipeline, RawAsset, SourceKind
+from tests.textfiles_kind.ingest import text_files
+from tests.textfiles_kind.settings import TextFilesConfig
+
+
+def _pipeline() -> KindPipeline:
+    from tests.textfiles_kind.graph import EXTRACTOR
+    from tests.textfiles_kind.ingest import ingest
+    from tests.textfiles_kind.tables import TABLES
+
+    return KindPipeline(TABLES, ingest, EXTRACTOR)
+
+
+TEXT_FILES = SourceKind(
+    name="textfiles", section="textfiles", label="text folder", settings=TextFilesConfig,
+    asset=RawAsset("raw_text_files", "The .txt files of one text folder (partition).",
+                   ("duckdb", "text")),
+    documents=(DocumentType("text", """
+        SELECT source, 'text' AS source_type, 'text:' || source || '/' || path AS doc_key,
+               path, title, text, file_hash AS doc_hash, modified_at, []::VARCHAR[] AS tags,
+               [lower(title)] AS names
+        FROM text_files WHERE source = $1"""),),
+    serving={"text_files": "SELECT * EXCLUDE (text) FROM text_files"},
+    counts={"text_files": "text_files"},
+    ingested="text_files",
+    watch=export_watch(text_files, "text_files"),
+    load_pipeline=_pipeline,
+)
