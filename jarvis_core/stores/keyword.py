@@ -31,12 +31,12 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import tantivy
 
+from jarvis_core.stores.keyword_filters import filter_queries, highlighted, utc
 from jarvis_core.stores.vectors.filters import VectorFilter
 
 if TYPE_CHECKING:
@@ -46,7 +46,6 @@ ANALYZER = "jarvis_en"
 MAX_TOKEN_CHARS = 40
 WRITER_HEAP_BYTES = 50_000_000
 SNIPPET_CHARS = 240
-HIGHLIGHT = ("**", "**")
 CHUNKS_DIR, NAMES_DIR, LEDGER_FILE = "chunks", "names", "ledger.sqlite"
 _LOCK_FILES = (".tantivy-writer.lock", ".tantivy-meta.lock")
 
@@ -109,13 +108,6 @@ def chunk_body(title: str | None, heading_path: Sequence[str] | None, text: str 
     """The one indexed field of a chunk: title, heading path and text."""
     heading = " > ".join(heading_path or [])
     return "\n".join(part for part in (title, heading, text) if part)
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    """Naive datetimes are UTC, as everywhere in Jarvis."""
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _fingerprint(*parts: object) -> str:
@@ -208,7 +200,7 @@ class KeywordIndex:
         prints = {chunk_id: _fingerprint(row["source_type"], row["doc_key"], row["path"],
                                          chunk_body(row["title"], row["heading_path"],
                                                     row["text"]),
-                                         sorted(row["tags"] or []), _utc(row["modified_at"]))
+                                         sorted(row["tags"] or []), utc(row["modified_at"]))
                   for chunk_id, row in rows.items()}
         documents: dict[str, dict] = {}
         for row in rows.values():
@@ -255,7 +247,7 @@ class KeywordIndex:
             body=chunk_body(row["title"], row["heading_path"], row["text"]))
         for tag in row["tags"] or []:
             document.add_text("tags", tag)
-        modified = _utc(row["modified_at"])
+        modified = utc(row["modified_at"])
         if modified is not None:
             document.add_date("modified_at", modified)
         return document
@@ -342,7 +334,7 @@ class KeywordSearcher:
         they mean for the vector store (an empty list matches nothing)."""
         terms = self.terms(query)
         schema = self._chunks.schema
-        conditions = _filter_queries(schema, filters)
+        conditions = filter_queries(schema, filters)
         if not terms or conditions is None:
             return []
         text_query = self._any_term(schema, ["body"], terms)
@@ -358,7 +350,7 @@ class KeywordSearcher:
         hits = []
         for score, address in searcher.search(full, limit, count=False).hits:
             document = searcher.doc(address)
-            preview = _highlighted(generator.snippet_from_doc(document)) if generator else ""
+            preview = highlighted(generator.snippet_from_doc(document)) if generator else ""
             hits.append(KeywordHit(document["chunk_id"][0], float(score), preview))
         return sorted(hits, key=lambda hit: (-hit.score, hit.chunk_id))
 
@@ -382,34 +374,3 @@ class KeywordSearcher:
             hits.append(NameHit(*(document[f][0] for f in ("source", "doc_key", "source_type",
                                                            "path", "title")), float(score)))
         return sorted(hits, key=lambda hit: (-hit.score, hit.path))
-
-
-def _filter_queries(schema: tantivy.Schema, filters: VectorFilter | None
-                    ) -> list[tantivy.Query] | None:
-    """The filter as queries that must all match; None when it matches nothing."""
-    if filters is None:
-        return []
-    queries = []
-    for field, values in (("source", filters.sources), ("source_type", filters.source_types),
-                          ("tags", filters.tags_any)):
-        if values is not None:
-            if not values:
-                return None
-            queries.append(tantivy.Query.term_set_query(schema, field, list(values)))
-    if filters.modified_from is not None or filters.modified_to is not None:
-        queries.append(tantivy.Query.range_query(
-            schema, "modified_at", tantivy.FieldType.Date, _utc(filters.modified_from),
-            _utc(filters.modified_to)))
-    return queries
-
-
-def _highlighted(snippet: tantivy.Snippet) -> str:
-    """The snippet's fragment on one line with its matched words between HIGHLIGHT marks
-    (Tantivy's highlight ranges are UTF-8 byte offsets)."""
-    fragment, parts, position = snippet.fragment().encode(), [], 0
-    for span in sorted(snippet.highlighted(), key=lambda s: s.start):
-        parts += [fragment[position:span.start].decode(errors="replace"), HIGHLIGHT[0],
-                  fragment[span.start:span.end].decode(errors="replace"), HIGHLIGHT[1]]
-        position = span.end
-    parts.append(fragment[position:].decode(errors="replace"))
-    return " ".join("".join(parts).split())
