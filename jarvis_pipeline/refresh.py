@@ -87,10 +87,12 @@ def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
     from jarvis_resources.tables import tables_held_open
 
     definitions = build_definitions(config)
+    # read before the tables are held open: a read-only connection to a file this process
+    # holds open fails (DuckDB refuses a second configuration), which would hide them
+    kinds = {**stored_kinds(config),
+             **{source: config.kind_of(source) for source in config.source_names}}
     with project_instance(config) as instance, tables_held_open(config.duckdb_path):
         report["released_runs"] = release_abandoned_runs(instance)
-        kinds = {**stored_kinds(config),
-                 **{source: config.kind_of(source) for source in config.source_names}}
         register_sources(instance, {source: kinds[source] for source in targets})
         if not _run_sources(config, definitions, instance,
                             {source: kinds[source] for source in targets}, report, started):
