@@ -68,19 +68,24 @@ def warning_count(problems: list) -> int:
     return sum(1 for problem in problems if problem.severity != ERROR)
 
 
-def read_export(run: IngestRun, stored: Any, watch: Stopwatch, *,
-                file_hashes: Callable[[Path], dict], read_changed: Callable[..., Any],
-                nothing_read: Callable[[], Any], vanished: type[Exception],
-                unchanged_counts: tuple[int, int]) -> Ingested | tuple[dict, Any]:
-    """(file hashes, what was read) of an export source; or what the run did when no file
-    changed (``unchanged_counts``: documents and rows stored). A source no longer
-    configured reads nothing, so its rows go; a vanished export is SourceUnreachable."""
-    path = run.settings.path if run.settings is not None else None
+def ingest_export(run: IngestRun, *, read_stored: Callable[..., Any],
+                  file_hashes: Callable[[Path], dict], read_changed: Callable[..., Any],
+                  nothing_read: Callable[[], Any], vanished: type[Exception],
+                  unchanged_counts: Callable[[Any], tuple[int, int]],
+                  write: Callable[..., Ingested]) -> Ingested:
+    """The ingest of an export kind (mail, Confluence): nothing is read when every file
+    hashes as stored (``unchanged_counts(stored)``: documents and rows stored); otherwise
+    ``read_changed`` reads what changed and ``write(conn, run, read, hashes, stored)`` writes
+    it and says what it did. A source no longer configured reads nothing, so its rows go; a
+    vanished export is SourceUnreachable."""
+    path, watch = run.settings.path if run.settings is not None else None, Stopwatch()
+    with run.connect() as conn:
+        stored = read_stored(conn, run.source)
     try:
         hashes = file_hashes(path) if path is not None else {}
         if path is not None and stored.unchanged(hashes):
             watch.lap("parse")
-            documents, rows = unchanged_counts
+            documents, rows = unchanged_counts(stored)
             return Ingested(counts=ItemCounts(unchanged=documents,
                                               failed=stored.failed).as_dict(),
                             rows=rows, location=str(path), seconds=watch.seconds,
@@ -91,4 +96,8 @@ def read_export(run: IngestRun, stored: Any, watch: Stopwatch, *,
     except vanished as exc:  # the folder or file is gone (an unmounted drive)
         raise SourceUnreachable(str(exc)) from exc
     watch.lap("parse")
-    return hashes, read
+    with run.connect() as conn:
+        done = write(conn, run, read, hashes, stored)
+    watch.lap("write")
+    done.location, done.seconds = str(path) if path is not None else None, watch.seconds
+    return done

@@ -9,11 +9,14 @@ tables, `jarvis status` its counts, refresh and the sensors its change watch, an
 Dagster layer makes its raw asset, partitions and checks from it.
 
 Describing a kind imports nothing a cold query does not need: the parts that bring parsers
-and table schemas are reached through ``SourceKind.pipeline()``.
+and table schemas are found by convention in the kind's package (``tables.TABLES``,
+``ingest.ingest``, ``graph.EXTRACTOR``), as Django finds an app's models, and imported when
+the pipeline first needs them (``SourceKind.pipeline``).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -135,8 +138,9 @@ class ChangeWatch:
 
 @dataclass(frozen=True)
 class KindPipeline:
-    """What the pipeline runs for a kind, imported when it runs: its raw tables, its ingest
-    and its graph extractor."""
+    """What the pipeline runs for a kind, imported when it runs: its raw tables
+    (``<package>.tables.TABLES``), its ingest (``<package>.ingest.ingest``) and its graph
+    extractor (``<package>.graph.EXTRACTOR``)."""
 
     tables: Sequence[Table]
     ingest: Callable[[IngestRun], Ingested]
@@ -147,13 +151,14 @@ class KindPipeline:
 class SourceKind:
     """A source kind, described once (see the module's docstring).
 
-    ``section`` is its part of jarvis.yaml, each entry validated by ``settings``.
-    ``serving`` maps each table the query
+    ``package`` is the kind's folder as a module path; ``section`` is its part of jarvis.yaml,
+    each entry validated by ``settings``. ``serving`` maps each table the query
     side reads of it to the SELECT that fills the published copy; ``counts`` the layers
     `jarvis status` shows to the tables counted; ``ingested`` is the table whose rows a
     source has (and whose ``ingested_at`` says when)."""
 
     name: str
+    package: str
     section: str
     label: str
     settings: type[SourceSettings]
@@ -163,12 +168,15 @@ class SourceKind:
     counts: Mapping[str, str]
     ingested: str
     watch: ChangeWatch
-    load_pipeline: Callable[[], KindPipeline]
     failed_ratio: FailedRatio | None = None
 
     @cached_property
     def pipeline(self) -> KindPipeline:
-        return self.load_pipeline()
+        def part(module: str):
+            return importlib.import_module(f"{self.package}.{module}")
+
+        return KindPipeline(part("tables").TABLES, part("ingest").ingest,
+                            part("graph").EXTRACTOR)
 
     @property
     def partitions(self) -> str:

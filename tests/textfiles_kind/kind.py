@@ -1,21 +1,13 @@
 """The text-folder kind."""
 
 from jarvis_core.sources.changes import export_watch
-from jarvis_core.sources.kind import DocumentType, KindPipeline, RawAsset, SourceKind
+from jarvis_core.sources.kind import DocumentType, RawAsset, SourceKind
 from tests.textfiles_kind.ingest import text_files
 from tests.textfiles_kind.settings import TextFilesConfig
 
-
-def _pipeline() -> KindPipeline:
-    from tests.textfiles_kind.graph import EXTRACTOR
-    from tests.textfiles_kind.ingest import ingest
-    from tests.textfiles_kind.tables import TABLES
-
-    return KindPipeline(TABLES, ingest, EXTRACTOR)
-
-
 TEXT_FILES = SourceKind(
-    name="textfiles", section="textfiles", label="text folder", settings=TextFilesConfig,
+    name="textfiles", package=__package__, section="textfiles", label="text folder",
+    settings=TextFilesConfig,
     asset=RawAsset("raw_text_files", "The .txt files of one text folder (partition).",
                    ("duckdb", "text")),
     documents=(DocumentType("text", """
@@ -27,5 +19,4 @@ TEXT_FILES = SourceKind(
     counts={"text_files": "text_files"},
     ingested="text_files",
     watch=export_watch(text_files, "text_files"),
-    load_pipeline=_pipeline,
 )

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import duckdb
 
-from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.changes import file_hashes
 from jarvis_core.sources.confluence.pages import PAGE_VERSION
 from jarvis_core.sources.confluence.read import (
@@ -34,7 +33,7 @@ from jarvis_core.sources.export_rows import (
     failure_rows,
     identity_of,
     identity_row,
-    read_export,
+    ingest_export,
     row_hash,
     warning_count,
 )
@@ -214,28 +213,26 @@ def read_changed_export(conn: duckdb.DuckDBPyConnection, source: str, root: Path
                                   people=known_people(conn, source))
 
 
-def ingest(run: IngestRun) -> Ingested:
-    """The export files that changed read (a stored page version is not converted again),
-    the pages that changed rewritten."""
-    source, watch = run.source, Stopwatch()
-    with run.connect() as conn:
-        stored = read_stored(conn, source)
-    outcome = read_export(run, stored, watch, file_hashes=export_file_hashes,
-                          read_changed=read_changed_export, nothing_read=ConfluenceRead,
-                          vanished=ConfluenceError,
-                          unchanged_counts=(len(stored.content), len(stored.content)))
-    if isinstance(outcome, Ingested):
-        return outcome
-    hashes, read = outcome
-    with run.connect() as conn:
-        written = write_pages(conn, source, read, hashes, stored, run.now)
-        figures = page_figures(conn, source)
-    watch.lap("write")
+def _written(conn: duckdb.DuckDBPyConnection, run: IngestRun, read: ConfluenceRead,
+             hashes: dict[str, str], stored: StoredPages) -> Ingested:
+    written = write_pages(conn, run.source, read, hashes, stored, run.now)
+    figures = page_figures(conn, run.source)
     return Ingested(
-        counts=written.counts.as_dict(), rows=figures["pages"],
-        location=str(run.settings.path) if run.settings else None, failures=written.failures,
-        preview=written.rows, preview_columns=("space", "title", "version", "updated_at"),
+        counts=written.counts.as_dict(), rows=figures["pages"], location=None,
+        failures=written.failures, preview=written.rows,
+        preview_columns=("space", "title", "version", "updated_at"),
         figures={"files": figures["page_files"], "files_changed": True,
                  "pages_converted": read.parsed, "pages_reused": read.reused,
                  "pages_skipped": read.skipped, "warnings": written.warnings},
-        tables={"pages_by_space": figures["pages_by_space"]}, seconds=watch.seconds)
+        tables={"pages_by_space": figures["pages_by_space"]})
+
+
+def ingest(run: IngestRun) -> Ingested:
+    """The export files that changed read (a stored page version is not converted again),
+    the pages that changed rewritten."""
+    return ingest_export(run, read_stored=read_stored, file_hashes=export_file_hashes,
+                         read_changed=read_changed_export, nothing_read=ConfluenceRead,
+                         vanished=ConfluenceError,
+                         unchanged_counts=lambda stored: (len(stored.content),
+                                                          len(stored.content)),
+                         write=_written)

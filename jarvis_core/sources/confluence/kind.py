@@ -7,23 +7,13 @@ from jarvis_core.sources.confluence.settings import ConfluenceConfig
 from jarvis_core.sources.kind import (
     DocumentType,
     FailedRatio,
-    KindPipeline,
     RawAsset,
     SourceKind,
 )
 from jarvis_core.sources.listings import confluence_files
 
-
-def _pipeline() -> KindPipeline:
-    from jarvis_core.sources.confluence.graph import EXTRACTOR
-    from jarvis_core.sources.confluence.ingest import ingest
-    from jarvis_core.sources.confluence.tables import TABLES
-
-    return KindPipeline(TABLES, ingest, EXTRACTOR)
-
-
 CONFLUENCE = SourceKind(
-    name="confluence", section="confluence", label="Confluence export",
+    name="confluence", package=__package__, section="confluence", label="Confluence export",
     settings=ConfluenceConfig,
     asset=RawAsset(
         "raw_pages",
@@ -46,6 +36,5 @@ CONFLUENCE = SourceKind(
     counts={"pages": "pages"},
     ingested="pages",
     watch=export_watch(confluence_files, "page_files"),
-    load_pipeline=_pipeline,
     failed_ratio=FailedRatio("failed_page_ratio", "export files and pages"),
 )

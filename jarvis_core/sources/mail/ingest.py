@@ -16,14 +16,13 @@ from pathlib import Path
 
 import duckdb
 
-from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.changes import file_hashes
 from jarvis_core.sources.export_rows import (
     changes,
     failure_rows,
     identity_of,
     identity_row,
-    read_export,
+    ingest_export,
     row_hash,
     warning_count,
 )
@@ -215,29 +214,26 @@ def read_changed_mail(conn: duckdb.DuckDBPyConnection, source: str, root: Path,
     return read_mail_source(root, files=stored.files, messages=stored_messages(conn, source))
 
 
-def ingest(run: IngestRun) -> Ingested:
-    """The mail files that changed read (a grown mbox from where it stopped), the threads
-    whose content changed rewritten."""
-    source, watch = run.source, Stopwatch()
-    with run.connect() as conn:
-        stored = read_stored(conn, source)
-    outcome = read_export(run, stored, watch, file_hashes=mail_file_hashes,
-                          read_changed=read_changed_mail, nothing_read=MailRead,
-                          vanished=MailError,
-                          unchanged_counts=(len(stored.threads), len(stored.messages)))
-    if isinstance(outcome, Ingested):
-        return outcome
-    hashes, read = outcome
-    with run.connect() as conn:
-        written = write_mail(conn, source, read, hashes, stored, run.now)
-        figures = mail_figures(conn, source)
-    watch.lap("write")
+def _written(conn: duckdb.DuckDBPyConnection, run: IngestRun, read: MailRead,
+             hashes: dict[str, str], stored: StoredMail) -> Ingested:
+    written = write_mail(conn, run.source, read, hashes, stored, run.now)
+    figures = mail_figures(conn, run.source)
     return Ingested(
-        counts=written.counts.as_dict(), rows=figures["messages"],
-        location=str(run.settings.path) if run.settings else None, failures=written.failures,
-        preview=written.threads,
+        counts=written.counts.as_dict(), rows=figures["messages"], location=None,
+        failures=written.failures, preview=written.threads,
         preview_columns=("subject", "message_count", "started_at", "last_at"),
         figures={"threads": figures["threads"], "files": figures["mail_files"],
                  "files_changed": True, "messages_parsed": read.parsed,
                  "messages_reused": read.reused, "warnings": written.warnings},
-        tables={"messages_summary": written.messages}, seconds=watch.seconds)
+        tables={"messages_summary": written.messages})
+
+
+def ingest(run: IngestRun) -> Ingested:
+    """The mail files that changed read (a grown mbox from where it stopped), the threads
+    whose content changed rewritten."""
+    return ingest_export(run, read_stored=read_stored, file_hashes=mail_file_hashes,
+                         read_changed=read_changed_mail, nothing_read=MailRead,
+                         vanished=MailError,
+                         unchanged_counts=lambda stored: (len(stored.threads),
+                                                          len(stored.messages)),
+                         write=_written)

@@ -6,24 +6,14 @@ from jarvis_core.sources.changes import export_watch
 from jarvis_core.sources.kind import (
     DocumentType,
     FailedRatio,
-    KindPipeline,
     RawAsset,
     SourceKind,
 )
 from jarvis_core.sources.listings import mail_files
 from jarvis_core.sources.mail.settings import MailConfig
 
-
-def _pipeline() -> KindPipeline:
-    from jarvis_core.sources.mail.graph import EXTRACTOR
-    from jarvis_core.sources.mail.ingest import ingest
-    from jarvis_core.sources.mail.tables import TABLES
-
-    return KindPipeline(TABLES, ingest, EXTRACTOR)
-
-
 MAIL = SourceKind(
-    name="mail", section="mail", label="mail", settings=MailConfig,
+    name="mail", package=__package__, section="mail", label="mail", settings=MailConfig,
     asset=RawAsset(
         "raw_mail",
         "Messages and threads of one mail source (partition): mbox files, Maildir folders and "
@@ -47,6 +37,5 @@ MAIL = SourceKind(
     counts={"messages": "mail_messages", "threads": "mail_threads"},
     ingested="mail_messages",
     watch=export_watch(mail_files, "mail_files"),
-    load_pipeline=_pipeline,
     failed_ratio=FailedRatio("failed_message_ratio", "mail files and messages"),
 )

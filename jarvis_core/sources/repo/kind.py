@@ -3,21 +3,12 @@ docs."""
 
 from __future__ import annotations
 
-from jarvis_core.sources.kind import DocumentType, KindPipeline, RawAsset, SourceKind
+from jarvis_core.sources.kind import DocumentType, RawAsset, SourceKind
 from jarvis_core.sources.repo.changes import WATCH
 from jarvis_core.sources.repo.settings import RepoConfig
 
-
-def _pipeline() -> KindPipeline:
-    from jarvis_core.sources.repo.graph import EXTRACTOR
-    from jarvis_core.sources.repo.ingest import ingest
-    from jarvis_core.sources.repo.tables import TABLES
-
-    return KindPipeline(TABLES, ingest, EXTRACTOR)
-
-
 REPO = SourceKind(
-    name="repo", section="repos", label="repository", settings=RepoConfig,
+    name="repo", package=__package__, section="repos", label="repository", settings=RepoConfig,
     asset=RawAsset(
         "raw_repository",
         "Commits of one repository (partition) reachable from its branch, with the files each "
@@ -49,5 +40,4 @@ REPO = SourceKind(
     counts={"commits": "commits", "repo_files": "repo_files", "repo_docs": "repo_docs"},
     ingested="commits",
     watch=WATCH,
-    load_pipeline=_pipeline,
 )

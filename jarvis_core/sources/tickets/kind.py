@@ -6,24 +6,15 @@ from jarvis_core.sources.changes import export_watch
 from jarvis_core.sources.kind import (
     DocumentType,
     FailedRatio,
-    KindPipeline,
     RawAsset,
     SourceKind,
 )
 from jarvis_core.sources.listings import ticket_files
 from jarvis_core.sources.tickets.settings import TicketsConfig
 
-
-def _pipeline() -> KindPipeline:
-    from jarvis_core.sources.tickets.graph import EXTRACTOR
-    from jarvis_core.sources.tickets.ingest import ingest
-    from jarvis_core.sources.tickets.tables import TABLES
-
-    return KindPipeline(TABLES, ingest, EXTRACTOR)
-
-
 TICKETS = SourceKind(
-    name="tickets", section="tickets", label="ticket set", settings=TicketsConfig,
+    name="tickets", package=__package__, section="tickets", label="ticket set",
+    settings=TicketsConfig,
     asset=RawAsset(
         "raw_tickets",
         "Tickets of one ticket set (partition): Jira REST issues and search pages, GitHub "
@@ -45,6 +36,5 @@ TICKETS = SourceKind(
     counts={"tickets": "tickets"},
     ingested="tickets",
     watch=export_watch(ticket_files, "ticket_files"),
-    load_pipeline=_pipeline,
     failed_ratio=FailedRatio("failed_ticket_ratio", "export files and issues"),
 )

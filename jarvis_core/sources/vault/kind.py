@@ -5,24 +5,14 @@ from __future__ import annotations
 from jarvis_core.sources.kind import (
     DocumentType,
     FailedRatio,
-    KindPipeline,
     RawAsset,
     SourceKind,
 )
 from jarvis_core.sources.vault.changes import WATCH
 from jarvis_core.sources.vault.settings import VaultConfig
 
-
-def _pipeline() -> KindPipeline:
-    from jarvis_core.sources.vault.graph import EXTRACTOR
-    from jarvis_core.sources.vault.ingest import ingest
-    from jarvis_core.sources.vault.tables import TABLES
-
-    return KindPipeline(TABLES, ingest, EXTRACTOR)
-
-
 VAULT = SourceKind(
-    name="vault", section="vaults", label="vault", settings=VaultConfig,
+    name="vault", package=__package__, section="vaults", label="vault", settings=VaultConfig,
     asset=RawAsset(
         "raw_notes",
         "Notes of one vault (partition) with frontmatter, tags, links, embeds and headings.\n\n"
@@ -38,6 +28,5 @@ VAULT = SourceKind(
     counts={"notes": "notes", "attachments": "attachments"},
     ingested="notes",
     watch=WATCH,
-    load_pipeline=_pipeline,
     failed_ratio=FailedRatio("failed_file_ratio", "files"),
 )
