@@ -222,6 +222,14 @@ class SchedulesSettings(_Strict):
     analytics: ScheduleSettings = ScheduleSettings(cron="30 6 * * *")
 
 
+class InstanceSettings(_Strict):
+    """The Dagster instance `jarvis refresh` records its runs in (README, "Open the UI")."""
+
+    fast_storage: bool = Field(default=True, description="Dagster's SQLite files written "
+                               "through storages that keep their connections; false: "
+                               "Dagster's stock storages")
+
+
 class EnvironmentSettings(_Strict):
     """Secrets and server addresses, from the environment only (never from the file):
     the Qdrant API key, the Neo4j server (the graph lives there when ``neo4j_uri`` is set),
@@ -263,6 +271,7 @@ class JarvisConfig(_Strict, AssistantSections):
     graph: GraphSettings = GraphSettings()
     analytics: AnalyticsSettings = AnalyticsSettings()
     schedules: SchedulesSettings = SchedulesSettings()
+    instance: InstanceSettings = InstanceSettings()
     environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings, repr=False)
 
     @model_validator(mode="after")

@@ -13,8 +13,9 @@ The files, schema and migrations stay Dagster's, every write is still its own co
 transaction (an idle pooled connection holds no lock, and each transaction sees what other
 processes such as `jarvis ui` committed), and any Dagster process reads them as usual.
 
-Only the in-process runs of `jarvis refresh` use these (``jarvis_pipeline.instance``); the
-webserver and the daemon keep the storages their ``dagster.yaml`` names.
+Only the in-process runs of `jarvis refresh` use these (``jarvis_pipeline.instance``), and
+only with ``instance.fast_storage`` on (the default); the webserver and the daemon keep the
+storages their ``dagster.yaml`` names.
 """
 from __future__ import annotations
 

@@ -36,13 +36,13 @@ EXPORT_SOURCES: dict[str, tuple[ListFiles, str]] = {
     "mail": (mail_files, "mail_files"),
     "confluence": (confluence_files, "page_files"),
 }
-_NOT_SHAPING = {"config_path", "schedules", "environment"}
+_NOT_SHAPING = {"config_path", "schedules", "instance", "environment"}
 
 
 def settings_fingerprint(config: JarvisConfig) -> str:
     """Everything in the configuration that shapes what the layers hold (sources and their
-    settings, chunking, the model, graph, analytics, limits); schedules and credentials do
-    not."""
+    settings, chunking, the model, graph, analytics, limits); schedules, the Dagster
+    instance's storages and credentials do not."""
     shaping = config.model_dump(mode="json", exclude=_NOT_SHAPING)
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
