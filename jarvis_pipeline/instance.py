@@ -27,6 +27,29 @@ def dagster_home(config: JarvisConfig) -> Path:
 _STORAGE_KEYS = ("storage", "run_storage", "event_log_storage", "schedule_storage")
 
 
+class UnfitDagster(ValueError):
+    """The installed dagster's private storage code is not what the fast storages override."""
+
+    def __init__(self, changes: list[str]):
+        import dagster
+
+        super().__init__(
+            "jarvis_pipeline/instance_storage.py overrides private methods of Dagster's SQLite "
+            f"storages, and the installed dagster {dagster.__version__} is not what they were "
+            f"written for ({'; '.join(changes)}): set instance.fast_storage: false in "
+            "jarvis.yaml to record runs through Dagster's stock storages (a one-note refresh "
+            "takes longer), or update the overrides to this dagster.")
+
+
+def fast_storage_changes() -> list[str]:
+    """How the installed dagster differs from what the fast storages were written for."""
+    try:
+        from jarvis_pipeline.instance_storage import dagster_changes
+    except ImportError as exc:  # a private module or name moved
+        return [f"the fast storages cannot be imported ({exc})"]
+    return dagster_changes()
+
+
 def project_instance(config: JarvisConfig):
     """The persistent instance of the data directory (dagster is imported here, not by the
     commands that do not run the pipeline). With ``instance.fast_storage`` on, where its
@@ -40,6 +63,9 @@ def project_instance(config: JarvisConfig):
     settings = yaml.safe_load((home / "dagster.yaml").read_text()) or {}
     overrides = None
     if config.instance.fast_storage and not any(key in settings for key in _STORAGE_KEYS):
+        changes = fast_storage_changes()
+        if changes:
+            raise UnfitDagster(changes)
         from jarvis_pipeline.instance_storage import storage_overrides
 
         overrides = storage_overrides(home)
