@@ -37,8 +37,8 @@ class UnfitDagster(ValueError):
             "jarvis_pipeline/instance_storage.py overrides private methods of Dagster's SQLite "
             f"storages, and the installed dagster {dagster.__version__} is not what they were "
             f"written for ({'; '.join(changes)}): set instance.fast_storage: false in "
-            "jarvis.yaml to record runs through Dagster's stock storages (a one-note refresh "
-            "takes longer), or update the overrides to this dagster.")
+            "jarvis.yaml to record runs through Dagster's stock storages (slower: every event "
+            "waits for the disk), or update the overrides to this dagster.")
 
 
 def fast_storage_changes() -> list[str]:
