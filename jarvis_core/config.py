@@ -225,9 +225,7 @@ class SchedulesSettings(_Strict):
 class InstanceSettings(_Strict):
     """The Dagster instance `jarvis refresh` records its runs in (README, "Open the UI")."""
 
-    fast_storage: bool = Field(default=True, description="Dagster's SQLite files written "
-                               "through storages that keep their connections; false: "
-                               "Dagster's stock storages")
+    fast_storage: bool = True  # false: Dagster's stock SQLite storages, no private API
 
 
 class EnvironmentSettings(_Strict):
