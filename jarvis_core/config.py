@@ -37,6 +37,7 @@ from jarvis_core.settings import (
     EnvironmentSettings,
     GraphSettings,
     IngestSettings,
+    InstanceSettings,
     SchedulesSettings,
     SourceName,
     SourceSettings,
@@ -60,6 +61,7 @@ class JarvisConfig(AssistantSections):
     graph: GraphSettings = GraphSettings()
     analytics: AnalyticsSettings = AnalyticsSettings()
     schedules: SchedulesSettings = SchedulesSettings()
+    instance: InstanceSettings = InstanceSettings()
     environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings, repr=False)
 
     @model_validator(mode="after")

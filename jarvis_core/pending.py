@@ -20,13 +20,13 @@ from jarvis_core.sources.changes import published_rows
 from jarvis_core.sources.kind import SourceUnreachable
 from jarvis_core.stores.serving import NotPublished, current_version
 
-_NOT_SHAPING = {"config_path", "schedules", "environment"}
+_NOT_SHAPING = {"config_path", "schedules", "instance", "environment"}
 
 
 def settings_fingerprint(config: JarvisConfig) -> str:
     """Everything in the configuration that shapes what the layers hold (sources and their
-    settings, chunking, the model, graph, analytics, limits); schedules and credentials do
-    not."""
+    settings, chunking, the model, graph, analytics, limits); schedules, the Dagster
+    instance's storages and credentials do not."""
     shaping = config.model_dump(mode="json", exclude=_NOT_SHAPING)
     shaping["kinds"] = {name: config.source_kind(name) for name in config.source_names}
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]

@@ -163,6 +163,12 @@ class SchedulesSettings(Strict):
     analytics: ScheduleSettings = ScheduleSettings(cron="30 6 * * *")
 
 
+class InstanceSettings(Strict):
+    """The Dagster instance `jarvis refresh` records its runs in (docs/operations.md)."""
+
+    fast_storage: bool = True  # false: Dagster's stock SQLite storages, no private API
+
+
 class EnvironmentSettings(Strict):
     """Secrets and server addresses, from the environment only (never from the file):
     the Qdrant API key, the Neo4j server (the graph lives there when ``neo4j_uri`` is set),

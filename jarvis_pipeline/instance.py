@@ -27,22 +27,52 @@ def dagster_home(config: JarvisConfig) -> Path:
 _STORAGE_KEYS = ("storage", "run_storage", "event_log_storage", "schedule_storage")
 
 
+class UnfitDagster(ValueError):
+    """The installed dagster's private storage code is not what the fast storages override."""
+
+    def __init__(self, changes: list[str]):
+        import dagster
+
+        super().__init__(
+            "jarvis_pipeline/instance_storage.py overrides private methods of Dagster's SQLite "
+            f"storages, and the installed dagster {dagster.__version__} is not what they were "
+            f"written for ({'; '.join(changes)}): set instance.fast_storage: false in "
+            "jarvis.yaml to record runs through Dagster's stock storages (slower: every event "
+            "waits for the disk), or update the overrides to this dagster.")
+
+
+def fast_storage_changes() -> list[str]:
+    """How the installed dagster differs from what the fast storages were written for."""
+    try:
+        from jarvis_pipeline.instance_storage import dagster_changes
+    except ImportError as exc:  # a private module or name moved
+        return [f"the fast storages cannot be imported ({exc})"]
+    return dagster_changes()
+
+
 def project_instance(config: JarvisConfig):
     """The persistent instance of the data directory (dagster is imported here, not by the
-    commands that do not run the pipeline). Where its settings leave storage at Dagster's
-    SQLite default, the same files are written through storages that keep their engines
-    (``jarvis_pipeline.instance_storage``)."""
+    commands that do not run the pipeline). With ``instance.fast_storage`` on, where its
+    settings leave storage at Dagster's SQLite default, the same files are written through
+    storages that keep their engines (``jarvis_pipeline.instance_storage``); off, the
+    storages are Dagster's own, as ``DagsterInstance.get()`` makes them from the settings."""
     import dagster as dg
     import yaml
-    from dagster._core.instance.ref import InstanceRef
-
-    from jarvis_pipeline.instance_storage import storage_overrides
 
     home = dagster_home(config)
     settings = yaml.safe_load((home / "dagster.yaml").read_text()) or {}
-    overrides = ({} if any(key in settings for key in _STORAGE_KEYS)
-                 else storage_overrides(home))
-    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=overrides))
+    overrides = None
+    if config.instance.fast_storage and not any(key in settings for key in _STORAGE_KEYS):
+        changes = fast_storage_changes()
+        if changes:
+            raise UnfitDagster(changes)
+        from jarvis_pipeline.instance_storage import storage_overrides
+
+        overrides = storage_overrides(home)
+    # Dagster's public constructor of a persistent instance from a folder's dagster.yaml,
+    # with overrides; without them, the instance `DagsterInstance.get()` makes of
+    # $DAGSTER_HOME. Nothing of it is temporary when the folder is given.
+    return dg.DagsterInstance.local_temp(str(home), overrides=overrides)
 
 
 PROCESS_TAG = "jarvis/process"  # host:pid of the `jarvis refresh` that ran the run in-process

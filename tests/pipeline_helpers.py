@@ -13,6 +13,7 @@ from jarvis_core.config import JarvisConfig, load_config
 from jarvis_core.sources import registry
 from jarvis_core.stores.connections import read_only
 from jarvis_definitions import build_definitions
+from jarvis_pipeline.instance import dagster_home
 from jarvis_pipeline.refresh import register_sources
 from jarvis_resources.tables import tables_held_open
 
@@ -28,6 +29,15 @@ def write_config(directory: Path, vaults: dict[str, Path], **settings) -> Jarvis
             **settings}
     path.write_text(yaml.safe_dump(body))
     return load_config(path)
+
+
+def name_a_storage(config: JarvisConfig, base_dir: Path) -> None:
+    """The project instance's settings name a storage of their own: SQLite under
+    ``base_dir``."""
+    settings_file = dagster_home(config) / "dagster.yaml"
+    settings = yaml.safe_load(settings_file.read_text())
+    settings["storage"] = {"sqlite": {"base_dir": str(base_dir)}}
+    settings_file.write_text(yaml.safe_dump(settings))
 
 
 def private_copy(published: JarvisConfig, directory: Path) -> JarvisConfig:

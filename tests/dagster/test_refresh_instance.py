@@ -1,11 +1,15 @@
 """`jarvis refresh` records its runs and partitions in the instance `jarvis ui` and `jarvis
-daemon` use, so a daemon started after a refresh sees every source as known and current."""
+daemon` use, so a daemon started after a refresh sees every source as known and current:
+through the fast storages (``instance.fast_storage``, the default), and through Dagster's
+stock ones (``instance.fast_storage: false``), which continue the history the fast ones
+wrote."""
 
 import tempfile
+from contextlib import contextmanager
 
 import dagster as dg
-import yaml
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+import pytest
+from sensors.vault_changes import vault_changes_sensor
 
 from jarvis_assets.partitions import source_partitions
 from jarvis_pipeline.instance import dagster_home, project_instance
@@ -14,35 +18,76 @@ from jarvis_pipeline.instance_storage import (
     KeptEngineRunStorage,
     KeptEngineScheduleStorage,
 )
+from jarvis_pipeline.refresh import run_refresh
 from sensors.source_partitions import source_partitions_sensor
-from sensors.vault_changes import vault_changes_sensor
-from tests.dagster.sensor_helpers import tick
-from tests.pipeline_helpers import write_config
+from tests.dagster.sensor_helpers import NOTE, make_vault, tick
+from tests.pipeline_helpers import name_a_storage, write_config
+
+KEPT_ENGINE_STORAGES = [KeptEngineRunStorage, KeptEngineEventLogStorage,
+                        KeptEngineScheduleStorage]
+STORAGES = pytest.mark.parametrize("fast_storage", [True, False], ids=["fast", "stock"])
 
 
-def test_a_daemon_after_a_refresh_runs_nothing_again(published_sample):
-    home = dagster_home(published_sample)
-    assert home == published_sample.data_dir / "dagster"
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        assert instance.get_runs(filters=dg.RunsFilter(
-            tags={"dagster/partition": "sample"}))  # the refresh's runs are in it
-        assert instance.get_dynamic_partitions(source_partitions.name) == ["sample"]
-        for sensor in (source_partitions_sensor, vault_changes_sensor):  # no cursor yet
-            assert not tick(sensor, published_sample, instance, None).run_requests
+@contextmanager
+def dagsters_own_instance(home, monkeypatch):
+    """The instance Dagster's own processes (`dagster dev`, the daemon) make of ``home``."""
+    with monkeypatch.context() as patch:
+        patch.setenv("DAGSTER_HOME", str(home))
+        instance = dg.DagsterInstance.get()
+    with instance:
+        yield instance
+
+
+def storage_types(instance) -> list[type]:
+    return [type(instance.run_storage), type(instance.event_log_storage),
+            type(instance.schedule_storage)]
+
+
+def test_a_daemon_after_a_refresh_runs_nothing_again(published_sample, monkeypatch):
+    """The sample, refreshed once through the fast storages."""
+    with dagsters_own_instance(dagster_home(published_sample), monkeypatch) as instance:
         [latest] = instance.fetch_materializations(dg.AssetKey("raw_notes"), limit=1).records
-        assert latest.partition_key == "sample"  # asset events written through kept engines
-        steps = {event.step_key for event in instance.all_logs(latest.run_id)
-                 if event.dagster_event_type == dg.DagsterEventType.STEP_SUCCESS}
-        assert "raw_notes" in steps  # and the run's own file, begun as a copy, reads back
+        assert_a_daemon_runs_nothing_again(published_sample, instance, latest.run_id)
+
+
+def test_a_refresh_on_dagsters_stock_storages_continues_the_history(tmp_path, monkeypatch):
+    """Switching ``instance.fast_storage`` off re-runs no source; the next refresh writes
+    through Dagster's own storages after the fast ones."""
+    vault = make_vault(tmp_path / "vault")
+    assert run_refresh(write_config(tmp_path / "project", {"notes": vault}))["ok"]
+    config = write_config(tmp_path / "project", {"notes": vault},
+                          instance={"fast_storage": False})
+    (vault / NOTE).write_text((vault / NOTE).read_text() + "\nAnd a spare battery.\n")
+    report = run_refresh(config)
+    assert report["ok"], report
+    assert report["reasons"] == {"notes": "notes 1 changed"}
+    [entry] = report["sources"]
+    with project_instance(config) as instance:  # what the refresh wrote through
+        assert not set(storage_types(instance)) & set(KEPT_ENGINE_STORAGES)
+    with dagsters_own_instance(dagster_home(config), monkeypatch) as instance:
+        assert len(instance.get_runs(filters=dg.RunsFilter(
+            tags={"dagster/partition": "notes"}))) == 4  # index and embed runs, twice
+        assert_a_daemon_runs_nothing_again(config, instance, entry["run_id"])
+
+
+def assert_a_daemon_runs_nothing_again(config, instance, run_id: str) -> None:
+    """The refresh's run, partitions and events are where a daemon on ``instance`` reads
+    them: it finds every source known and current."""
+    [source] = config.source_names
+    assert instance.get_dynamic_partitions(source_partitions.name) == [source]
+    for sensor in (source_partitions_sensor, vault_changes_sensor):  # no cursor yet
+        assert not tick(sensor, config, instance, None).run_requests
+    [latest] = instance.fetch_materializations(dg.AssetKey("raw_notes"), limit=1).records
+    assert (latest.partition_key, latest.run_id) == (source, run_id)
+    steps = {event.step_key for event in instance.all_logs(run_id)
+             if event.dagster_event_type == dg.DagsterEventType.STEP_SUCCESS}
+    assert "raw_notes" in steps  # the run's own file reads back
 
 
 def test_the_project_instance_keeps_its_engines_on_dagsters_sqlite_files(tmp_path):
     config = write_config(tmp_path / "project", {})
     with project_instance(config) as instance:
-        storages = (instance.run_storage, instance.event_log_storage,
-                    instance.schedule_storage)
-        assert [type(storage) for storage in storages] == [
-            KeptEngineRunStorage, KeptEngineEventLogStorage, KeptEngineScheduleStorage]
+        assert storage_types(instance) == KEPT_ENGINE_STORAGES
         home = config.data_dir / "dagster"
         assert (home / "history" / "runs.db").is_file()
         assert (home / "schedules" / "schedules.db").is_file()
@@ -75,12 +120,20 @@ def test_new_run_files_are_copies_of_a_template_held_in_memory(tmp_path, monkeyp
     assert template and list(scratch.iterdir()) == []
 
 
-def test_a_home_whose_settings_name_a_storage_keeps_it(tmp_path):
-    config = write_config(tmp_path / "project", {})
+def test_without_fast_storage_the_instance_is_the_one_dagster_makes(tmp_path, monkeypatch):
+    config = write_config(tmp_path / "project", {}, instance={"fast_storage": False})
     home = dagster_home(config)
-    settings = yaml.safe_load((home / "dagster.yaml").read_text())
-    settings["storage"] = {"sqlite": {"base_dir": str(tmp_path / "elsewhere")}}
-    (home / "dagster.yaml").write_text(yaml.safe_dump(settings))
-    with project_instance(config) as instance:
-        assert type(instance.event_log_storage) is SqliteEventLogStorage
+    with project_instance(config) as ours, dagsters_own_instance(home, monkeypatch) as own:
+        assert ours.get_ref() == own.get_ref()
+        assert storage_types(ours) == storage_types(own)
+        assert not set(storage_types(ours)) & set(KEPT_ENGINE_STORAGES)
+
+
+@STORAGES
+def test_a_home_whose_settings_name_a_storage_keeps_it(tmp_path, monkeypatch, fast_storage):
+    config = write_config(tmp_path / "project", {}, instance={"fast_storage": fast_storage})
+    name_a_storage(config, tmp_path / "elsewhere")
+    home = dagster_home(config)
+    with project_instance(config) as ours, dagsters_own_instance(home, monkeypatch) as own:
+        assert ours.get_ref() == own.get_ref()
     assert (tmp_path / "elsewhere" / "history" / "runs.db").is_file()
