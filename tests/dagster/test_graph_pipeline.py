@@ -94,7 +94,7 @@ def test_graph_search_at_every_depth(refreshed):
                 kb.search_graph("Alerting", depth=bad)
         with pytest.raises(QueryError, match="Note not found"):
             kb.search_graph("No Such Note")
-        with pytest.raises(QueryError, match="names several notes"):
+        with pytest.raises(QueryError, match="names several documents"):
             kb.search_graph("Retro")
     finally:
         kb.close()

@@ -87,7 +87,7 @@ def test_damaged_stores_are_repaired_by_the_next_refresh(project, capsys):
     project.graph_path.write_bytes(b"garbage" * 1000)            # not a database any more
     stale = serving.serving_root(project.data_dir) / ".staging-19990101T000000000000Z-dead00"
     (stale / "vectors").mkdir(parents=True)                      # a killed publish's leftovers
-    vault = next(iter(project.vaults.values())).path
+    vault = next(iter(project.sources_of("vault").values())).path
     (vault / "Writes.md").write_text("# Writes\n\nIdempotency keys make [[Retries]] safe "
                                      "to repeat.\n")
     started = time.perf_counter()
