@@ -9,14 +9,17 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,  # not exported by dagster
 )
 
-from jarvis_assets.partitions import source_partitions
+from jarvis_assets.partitions import kind_partitions, source_partitions
+from jarvis_core.sources import registry
 from jarvis_definitions import build_definitions
 from tests.pipeline_helpers import run
 
 PER_SOURCE_LAYERS = ("raw_notes", "chunks", "embeddings", "knowledge_graph")
-# The refresh job materializes every raw asset for a partition (those of another source kind
-# as no-ops), so chunks find none of their deps missing.
-RAW_ASSETS = ("raw_notes", "raw_repository", "raw_tickets", "raw_mail", "raw_pages")
+VAULT = registry.kind("vault")
+# A vault's raw asset is partitioned by the vaults only: the chunks of a vault follow it
+# alone, although chunks depend on every kind's raw asset.
+RAW_ASSET = VAULT.asset.name
+OTHER_RAW_ASSETS = tuple(kind.asset.name for kind in registry.kinds() if kind is not VAULT)
 CHUNK_CHECKS = ("chunk_ids_unique", "chunks_within_token_limit", "every_document_has_chunks")
 # Checks of one source are partitioned like their asset; chunk id uniqueness spans sources.
 UNPARTITIONED_CHECKS = ("chunk_ids_unique",)
@@ -26,6 +29,7 @@ UNPARTITIONED_CHECKS = ("chunk_ids_unique",)
 def instance():
     with dg.DagsterInstance.ephemeral() as instance:
         instance.add_dynamic_partitions(source_partitions.name, ["sample", "other"])
+        instance.add_dynamic_partitions(kind_partitions(VAULT).name, ["sample", "other"])
         yield instance
 
 
@@ -50,19 +54,23 @@ def test_nothing_runs_before_a_source_is_ingested(sample_config, instance):
 
 def test_new_notes_request_chunks_of_that_source_only_once(sample_config, instance):
     cursor = evaluate(sample_config, instance).cursor
-    for asset in RAW_ASSETS:
-        instance.report_runless_asset_event(dg.AssetMaterialization(asset, partition="sample"))
+    instance.report_runless_asset_event(dg.AssetMaterialization(RAW_ASSET, partition="sample"))
     result = evaluate(sample_config, instance, cursor)
     assert requested(result, "chunks") == {"sample"}
-    assert requested(result, "embeddings") == set()  # waits for the chunks to exist
+    # the layers below the chunks are requested with them, for the same source: one run in
+    # which each step runs after its upstream and that upstream's blocking checks (a failed
+    # one stops it); nothing across sources before every source has data
+    assert requested(result, "embeddings") == {"sample"}
+    assert requested(result, "cross_source_links") == requested(result, "serving_snapshot") == 0
     assert evaluate(sample_config, instance, result.cursor).total_requested == 0
 
 
-def latest_materialization(instance, asset: str, partition: str):
+def latest_materialization(instance, asset: str, partition: str | None):
     """What a check run in the same run as the materialization points at (Dagster records it
     for checks that run; a reported evaluation must name it)."""
     [record] = instance.fetch_materializations(dg.AssetRecordsFilter(
-        asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=1).records
+        asset_key=dg.AssetKey(asset),
+        asset_partitions=[partition] if partition else None), limit=1).records
     return AssetCheckEvaluationTargetMaterializationData(
         storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp)
 
@@ -70,7 +78,7 @@ def latest_materialization(instance, asset: str, partition: str):
 @pytest.mark.parametrize("failing_check", [None, "chunk_ids_unique", "every_document_has_chunks"])
 def test_failed_blocking_check_stops_the_next_layer(sample_config, instance, failing_check):
     cursor = evaluate(sample_config, instance).cursor
-    for asset in (*RAW_ASSETS, "chunks"):
+    for asset in (RAW_ASSET, "chunks"):
         instance.report_runless_asset_event(dg.AssetMaterialization(asset, partition="sample"))
     target = latest_materialization(instance, "chunks", "sample")
     for check in CHUNK_CHECKS:
@@ -89,20 +97,42 @@ def test_a_full_refresh_run_leaves_only_publishing_to_automation(sample_config, 
     published with a source missing."""
     cursor = evaluate(sample_config, instance).cursor
     assert run(sample_config, "sample", instance).success
+    # the vault's ingestion materialized its own raw asset only: no other kind's raw asset
+    # has a partition for it
+    assert instance.get_materialized_partitions(dg.AssetKey(RAW_ASSET)) == {"sample"}
+    for asset in OTHER_RAW_ASSETS:
+        assert instance.get_materialized_partitions(dg.AssetKey(asset)) == set(), asset
     result = evaluate(sample_config, instance, cursor)
     assert requested(result, "serving_snapshot") == 0  # "other" was never ingested
 
-    instance.delete_dynamic_partition(source_partitions.name, "other")
+    for partitions in (source_partitions.name, kind_partitions(VAULT).name):
+        instance.delete_dynamic_partition(partitions, "other")
     result = evaluate(sample_config, instance, result.cursor)
     for layer in PER_SOURCE_LAYERS:
         assert requested(result, layer) == set(), layer
-    # references are resolved across sources first; publishing waits for their check
+    # references are resolved across sources first: publishing is requested with them, one
+    # run in which it waits for their blocking check
     assert requested(result, "cross_source_links") == 1
-    assert requested(result, "serving_snapshot") == 0
+    assert requested(result, "serving_snapshot") == 1
+    assert evaluate(sample_config, instance, result.cursor).total_requested == 0
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_publishing_waits_for_the_cross_source_check(sample_config, instance, passed):
+    """Links resolved by a run whose blocking check failed are never published by a later
+    tick; once the check passes, they are."""
+    for partitions in (source_partitions.name, kind_partitions(VAULT).name):
+        instance.delete_dynamic_partition(partitions, "other")
+    cursor = evaluate(sample_config, instance).cursor
+    for asset in (RAW_ASSET, *PER_SOURCE_LAYERS[1:], "keyword_index", "vault_analytics"):
+        instance.report_runless_asset_event(dg.AssetMaterialization(asset, partition="sample"))
+    instance.report_runless_asset_event(dg.AssetMaterialization("serving_snapshot"))
+    cursor = evaluate(sample_config, instance, cursor).cursor
     instance.report_runless_asset_event(dg.AssetMaterialization("cross_source_links"))
     instance.report_runless_asset_event(dg.AssetCheckEvaluation(
         asset_key=dg.AssetKey("cross_source_links"), check_name="cross_source_edges_valid",
-        passed=True, severity=dg.AssetCheckSeverity.ERROR))
-    result = evaluate(sample_config, instance, result.cursor)
-    assert requested(result, "serving_snapshot") == 1
-    assert evaluate(sample_config, instance, result.cursor).total_requested == 0
+        passed=passed, severity=dg.AssetCheckSeverity.ERROR,
+        target_materialization_data=latest_materialization(instance, "cross_source_links",
+                                                           None)))
+    result = evaluate(sample_config, instance, cursor)
+    assert requested(result, "serving_snapshot") == (1 if passed else 0)
