@@ -25,8 +25,8 @@ from jarvis_core.analytics.figures import compute_snapshot
 from jarvis_core.analytics.history import history, record_snapshot
 from jarvis_core.config import AnalyticsSettings, JarvisConfig
 from jarvis_core.sources import registry
+from jarvis_core.sources.vault.settings import VaultConfig
 from jarvis_core.stores import serving, tables
-from jarvis_core.stores.serving import SERVING_TABLES
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
 from jarvis_query.knowledge_base import KnowledgeBase
 
@@ -76,7 +76,7 @@ def _publish(data_dir: Path, conn: duckdb.DuckDBPyConnection) -> None:
     """A serving version as the pipeline publishes it: every serving table (those the vault
     context does not read stay empty) and an empty vector shard."""
     name, staging = serving.begin_version(data_dir)
-    serving.copy_tables(conn, staging, SERVING_TABLES)
+    serving.copy_tables(conn, staging, registry.published_tables())
     with EdgeVectorStore(data_dir / "vectors", "bench", 4, "bench") as vectors:
         vectors.publish_copy(staging / serving.VECTORS_DIR)
     serving.commit_version(data_dir, name, staging, {
@@ -104,7 +104,8 @@ def run_analytics_benchmark(notes: int = 10_000, seed: int = 0) -> dict:
             render_charts(snapshot, history(conn, SOURCE))
             chart_seconds = time.perf_counter() - started
             _publish(data_dir, conn)
-        config = JarvisConfig(data_dir=data_dir, vaults={SOURCE: {"path": Path(tmp) / "vault"}})
+        config = JarvisConfig(data_dir=data_dir,
+                              sources={SOURCE: VaultConfig(path=Path(tmp) / "vault")})
         kb = KnowledgeBase(config)
         try:
             started = time.perf_counter()

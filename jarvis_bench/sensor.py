@@ -11,11 +11,14 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
-from jarvis_assets.partitions import source_partitions
+from jarvis_assets.partitions import kind_partitions, source_partitions
+from jarvis_assets.sources import ingest_job
+from jarvis_core.sources import registry
 from jarvis_resources import build_resources
-from sensors.vault_changes import vault_changes_sensor
+from sensors.source_changes import change_sensor
 
 SOURCE = "bench"
+VAULT = registry.kind("vault")
 NOTES_PER_FOLDER = 50
 UNCHANGED_TICKS = 5
 
@@ -30,12 +33,15 @@ def write_vault(root: Path, notes: int) -> None:
             f"# Note {index}\n\nLinks to [[note-{(index + 1) % notes:05d}]].\n")
 
 
+_SENSOR = change_sensor(VAULT, ingest_job(VAULT))  # vault_changes_sensor
+
+
 def timed_tick(resources: dict, instance: dg.DagsterInstance,
                cursor: str | None) -> tuple[float, dg.SensorResult]:
     """One evaluation as the daemon runs it: context and resources built, then the sensor."""
     started = time.perf_counter()
     context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources)
-    result = vault_changes_sensor(context)
+    result = _SENSOR(context)
     return time.perf_counter() - started, result
 
 
@@ -48,6 +54,7 @@ def run_sensor_benchmark(notes: int = 10_000) -> dict:
         config_path.write_text(yaml.safe_dump({"data_dir": "data", "vaults": {SOURCE: str(vault)}}))
         resources = {"jarvis": build_resources(str(config_path))["jarvis"]}
         instance.add_dynamic_partitions(source_partitions.name, [SOURCE])
+        instance.add_dynamic_partitions(kind_partitions(VAULT).name, [SOURCE])
 
         first_seconds, first = timed_tick(resources, instance, None)
         unchanged = [timed_tick(resources, instance, first.cursor) for _ in range(UNCHANGED_TICKS)]
