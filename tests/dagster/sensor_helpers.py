@@ -1,6 +1,8 @@
 """Helpers for the sensor tests: small sources on disk, a serving version published by hand
-(what a refresh would record for them, without running one), and sensor ticks against an
-ephemeral Dagster instance as the daemon makes them."""
+(what a refresh would record for them, without running one), the sensors as the definitions
+make them (one change sensor per kind, the source partitions sensor), sources registered in
+their partitions, and sensor ticks against an ephemeral Dagster instance as the daemon
+makes them."""
 
 from __future__ import annotations
 
@@ -14,11 +16,23 @@ import dagster as dg
 import duckdb
 import yaml
 
+from jarvis_assets.partitions import kind_partitions, source_partitions
+from jarvis_assets.sources import ingest_job
 from jarvis_core.config import JarvisConfig, load_config
+from jarvis_core.sources import registry
 from jarvis_core.sources.tickets.export import export_file_hashes
 from jarvis_core.sources.vault.scan import scan_existing_vault
 from jarvis_core.stores import serving, tables
 from jarvis_resources import JarvisConfigResource
+from sensors.source_changes import change_sensor
+from sensors.source_partitions import source_partitions_sensor
+
+# The sensors as build_definitions makes them: each kind's change sensor requesting its
+# ingest job, and the partitions sensor requesting any kind's.
+INGEST_JOBS = {kind.name: ingest_job(kind) for kind in registry.kinds()}
+CHANGE_SENSORS = {kind.name: change_sensor(kind, INGEST_JOBS[kind.name])
+                  for kind in registry.kinds()}
+PARTITIONS_SENSOR = source_partitions_sensor(registry.kinds(), list(INGEST_JOBS.values()))
 
 NOTE = "Inbox/Quick Capture.md"
 VAULT_FILES = {
@@ -28,6 +42,13 @@ VAULT_FILES = {
     "Attachments/sensor-calibration.csv": "raw,celsius\n1,20\n",
 }
 SAMPLE_GITHUB = Path(__file__).resolve().parents[2] / "sample_data" / "tickets" / "github"
+
+
+def register(instance: dg.DagsterInstance, kind: str, *names: str) -> None:
+    """``names`` registered as sources of ``kind``: partitions of the layers after ingestion
+    and of the kind's raw asset, as the partitions sensor leaves them."""
+    instance.add_dynamic_partitions(source_partitions.name, list(names))
+    instance.add_dynamic_partitions(kind_partitions(registry.kind(kind)).name, list(names))
 
 
 def write_config(directory: Path, vaults: dict[str, Path], **settings) -> JarvisConfig:
@@ -97,28 +118,27 @@ def publish(config: JarvisConfig, *, skip: tuple[str, ...] = ()) -> Path:
     tables file."""
     rows: dict[str, list[dict]] = {"notes": [], "attachments": [], "repo_state": [],
                                    "ticket_files": []}
-    for source, vault in config.vaults.items():
+    for source, vault in config.sources_of("vault").items():
         if source not in skip:
             for table, found in _vault_rows(source, vault.path).items():
                 rows[table] += found
-    for source, repo in config.repos.items():
+    for source, repo in config.sources_of("repo").items():
         if source not in skip:
             rows["repo_state"].append({"source": source, "branch": repo.branch,
                                        "head": git(repo.path, "rev-parse", repo.branch)})
-    for source, export in config.tickets.items():
+    for source, export in config.sources_of("tickets").items():
         if source not in skip:
             rows["ticket_files"] += [{"source": source, "path": path, "file_hash": digest}
                                      for path, digest in export_file_hashes(export.path).items()]
             rows["ticket_files"].append({"source": source, "path": "", "file_hash": "settings"})
     name, staging = serving.begin_version(config.data_dir)
     with duckdb.connect() as conn:  # the working database, in memory
-        for table in tables.TABLES:
-            conn.execute(tables.create_table_sql(table))
+        tables.ensure_schema(conn, registry.declared_tables())
         for table, table_rows in rows.items():
             for row in table_rows:
                 conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES "
                              f"({', '.join('?' * len(row))})", list(row.values()))
-        serving.copy_tables(conn, staging, serving.SERVING_TABLES)
+        serving.copy_tables(conn, staging, registry.published_tables())
     return serving.commit_version(config.data_dir, name, staging, {}).tables_path
 
 

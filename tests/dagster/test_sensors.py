@@ -1,34 +1,38 @@
-"""The source partitions and vault change sensors: partitions follow the configuration, a
-vault run only for real note changes, one per change, with tags that say what changed."""
+"""The source partitions and vault change sensors: partitions follow the configuration (in
+the layers after ingestion and in each kind's raw asset), a vault run only for real note
+changes, one per change, with tags that say what changed."""
 
 import json
 import os
-import warnings
 
 import dagster as dg
 import pytest
-from sensors.export_changes import export_changes_sensor
-from sensors.vault_changes import vault_changes_sensor
 
-import sensors
-from jarvis_assets.partitions import source_partitions
-from sensors.source_partitions import source_partitions_sensor
+from jarvis_assets.partitions import kind_partitions, source_partitions
+from jarvis_core.sources import registry
+from jarvis_definitions import build_definitions
 from tests.dagster.sensor_helpers import (
+    CHANGE_SENSORS,
     NOTE,
+    PARTITIONS_SENSOR,
     apply,
     make_export,
     make_repo,
     make_vault,
     publish,
     record_run,
+    register,
     tick,
     write_config,
 )
 
 SENSORS = {"source_partitions_sensor": 30, "vault_changes_sensor": 30,
-           "repo_changes_sensor": 60, "ticket_exports_sensor": 30,
-           "mail_changes_sensor": 30, "confluence_exports_sensor": 30,
+           "repo_changes_sensor": 60, "tickets_changes_sensor": 30,
+           "mail_changes_sensor": 30, "confluence_changes_sensor": 30,
            "automation_condition_sensor": 30, "run_failure_notices": 30}
+VAULT_SOURCES = kind_partitions(registry.kind("vault")).name
+vault_changes_sensor = CHANGE_SENSORS["vault"]
+source_partitions_sensor = PARTITIONS_SENSOR
 
 
 @pytest.fixture
@@ -56,27 +60,30 @@ def published(config):
 
 def settled(config, instance) -> str:
     """The cursor of a vault sensor that has seen the published state: no run."""
-    instance.add_dynamic_partitions(source_partitions.name, ["sample"])
+    register(instance, "vault", "sample")
     result = tick(vault_changes_sensor, config, instance)
     assert result.run_requests == []
     return result.cursor
 
 
-def test_every_sensor_is_found_in_the_package_described_and_running():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dg.PreviewWarning)
-        found = dg.load_definitions_from_package_module(sensors)
-    loaded = {sensor.name: sensor for sensor in found.sensors}
+def test_every_sensor_is_in_the_definitions_described_and_running(config):
+    loaded = {sensor.name: sensor for sensor in build_definitions(config).sensors}
     assert {name: sensor.minimum_interval_seconds for name, sensor in loaded.items()} == SENSORS
     assert all(sensor.description for sensor in loaded.values())
     assert {sensor.default_status for sensor in loaded.values()} == {
         dg.DefaultSensorStatus.RUNNING}
 
 
-def test_an_export_sensor_needs_a_configuration_section():
-    with pytest.raises(ValueError, match="calendar_sensor: the configuration has no "
-                                         "'calendar' section"):
-        export_changes_sensor("calendar_sensor", "calendar", list, files_table="x_files")
+def test_every_kind_has_one_change_sensor_requesting_its_ingest_job(config):
+    """A kind's change sensor is made from its descriptor: named after the kind, described
+    by its configuration section, running the kind's ingest job (its raw asset alone)."""
+    loaded = {sensor.name: sensor for sensor in build_definitions(config).sensors}
+    for kind in registry.kinds():
+        sensor = loaded[f"{kind.name}_changes_sensor"]
+        assert sensor.job_name == kind.ingest_job == f"ingest_{kind.name}"
+        assert f"'{kind.section}:'" in sensor.description
+    assert {job.name for job in loaded["source_partitions_sensor"].jobs} == {
+        kind.ingest_job for kind in registry.kinds()}
 
 
 # --- source partitions ---------------------------------------------------------------------
@@ -86,10 +93,18 @@ def test_new_sources_of_every_kind_are_registered_with_a_first_run(tmp_path, vau
                           repos={"code": str(make_repo(tmp_path / "code"))},
                           tickets={"issues": {"path": str(make_export(tmp_path / "issues"))}})
     result = tick(source_partitions_sensor, config, instance)
-    [add] = result.dynamic_partitions_requests
-    assert add.partition_keys == ["code", "issues", "sample"]
-    assert [(run.partition_key, run.tags["jarvis/reason"]) for run in result.run_requests] == [
-        ("code", "new source"), ("issues", "new source"), ("sample", "new source")]
+    # each source in its kind's partitions (its raw asset) and in every later layer's
+    assert {(add.partitions_def_name, tuple(add.partition_keys))
+            for add in result.dynamic_partitions_requests} == {
+        ("vault_sources", ("sample",)), ("repo_sources", ("code",)),
+        ("tickets_sources", ("issues",)), (source_partitions.name, ("code", "issues", "sample"))}
+    assert all(isinstance(add, dg.AddDynamicPartitionsRequest)
+               for add in result.dynamic_partitions_requests)
+    # the first run of each is its kind's ingest job
+    assert sorted((run.partition_key, run.tags["jarvis/reason"], run.job_name)
+                  for run in result.run_requests) == [
+        ("code", "new source", "ingest_repo"), ("issues", "new source", "ingest_tickets"),
+        ("sample", "new source", "ingest_vault")]
     apply(result, instance)
     again = tick(source_partitions_sensor, config, instance, result.cursor)
     assert again.run_requests == [] and again.dynamic_partitions_requests == []
@@ -107,48 +122,55 @@ def test_the_first_run_is_not_requested_twice(config, instance):
     with (config.sources["sample"].path / NOTE).open("a") as handle:
         handle.write("\nOne more line.\n")
     [run] = tick(vault_changes_sensor, config, instance, first_look.cursor).run_requests
-    assert run.tags["jarvis/reason"] == "nothing published yet"
+    assert run.tags["jarvis/reason"] == "not published yet"
 
 
 def test_an_unpublished_vault_without_a_first_run_requests_one(config, instance):
-    instance.add_dynamic_partitions(source_partitions.name, ["sample"])
+    register(instance, "vault", "sample")
     result = tick(vault_changes_sensor, config, instance)
     [run] = result.run_requests
-    assert run.partition_key == "sample" and run.tags["jarvis/reason"] == "nothing published yet"
-    assert run.run_key == json.loads(result.cursor)["digests"]["sample"]
+    assert run.partition_key == "sample" and run.tags["jarvis/reason"] == "not published yet"
+    assert run.run_key == json.loads(result.cursor)["sample"]
     assert tick(vault_changes_sensor, config, instance, result.cursor).run_requests == []
 
 
+def deletes(result) -> set[tuple[str, tuple[str, ...]]]:
+    assert all(isinstance(request, dg.DeleteDynamicPartitionsRequest)
+               for request in result.dynamic_partitions_requests)
+    return {(request.partitions_def_name, tuple(request.partition_keys))
+            for request in result.dynamic_partitions_requests}
+
+
 def test_removed_source_is_purged_then_its_partition_deleted(config, instance, tmp_path):
-    instance.add_dynamic_partitions(source_partitions.name, ["sample"])
+    register(instance, "vault", "sample")
     without = write_config(tmp_path / "project", {})
     purge = tick(source_partitions_sensor, without, instance)
     [run] = purge.run_requests
     assert run.partition_key == "sample" and run.run_key.startswith("purge-sample")
     assert run.tags["jarvis/reason"] == "source no longer configured"
+    assert run.job_name == "ingest_vault"  # the raw asset that held it removes its rows
     assert purge.dynamic_partitions_requests == []
     removal = tick(source_partitions_sensor, without, instance, purge.cursor)
     assert removal.run_requests == []
-    [delete] = removal.dynamic_partitions_requests
-    assert isinstance(delete, dg.DeleteDynamicPartitionsRequest)
-    assert delete.partition_keys == ["sample"]
+    assert deletes(removal) == {(VAULT_SOURCES, ("sample",)),
+                                (source_partitions.name, ("sample",))}
     apply(removal, instance)
     assert instance.get_dynamic_partitions(source_partitions.name) == []
+    assert instance.get_dynamic_partitions(VAULT_SOURCES) == []
     assert tick(source_partitions_sensor, without, instance, removal.cursor).run_requests == []
     assert tick(vault_changes_sensor, without, instance).run_requests == []
 
 
 def test_partition_stays_while_its_purge_runs(config, instance, tmp_path):
-    instance.add_dynamic_partitions(source_partitions.name, ["sample"])
+    register(instance, "vault", "sample")
     without = write_config(tmp_path / "project", {})
     purge = tick(source_partitions_sensor, without, instance)
     run = record_run(instance, purge.run_requests[0], dg.DagsterRunStatus.STARTED)
     waiting = tick(source_partitions_sensor, without, instance, purge.cursor)
     assert waiting.run_requests == [] and waiting.dynamic_partitions_requests == []
     instance.report_run_canceled(run)
-    [delete] = tick(source_partitions_sensor, without, instance,
-                    waiting.cursor).dynamic_partitions_requests
-    assert delete.partition_keys == ["sample"]
+    assert deletes(tick(source_partitions_sensor, without, instance, waiting.cursor)) == {
+        (VAULT_SOURCES, ("sample",)), (source_partitions.name, ("sample",))}
 
 
 def test_a_source_removed_again_is_purged_again(config, instance, tmp_path):
@@ -166,17 +188,18 @@ def test_a_source_removed_again_is_purged_again(config, instance, tmp_path):
 
 
 def test_a_source_configured_again_during_its_purge_is_read_again(config, instance, tmp_path):
-    instance.add_dynamic_partitions(source_partitions.name, ["sample"])
+    register(instance, "vault", "sample")
     purge = tick(source_partitions_sensor, write_config(tmp_path / "without", {}), instance)
     back = tick(source_partitions_sensor, config, instance, purge.cursor)
     [run] = back.run_requests
     assert run.partition_key == "sample" and run.tags["jarvis/reason"] == "source configured again"
+    assert run.job_name == "ingest_vault"
     assert back.dynamic_partitions_requests == []
     assert tick(source_partitions_sensor, config, instance, back.cursor).run_requests == []
 
 
 def test_added_vault_is_registered(published, instance, tmp_path):
-    instance.add_dynamic_partitions(source_partitions.name, ["sample"])
+    register(instance, "vault", "sample")
     cursor = tick(source_partitions_sensor, published, instance).cursor
     second = tmp_path / "second"
     second.mkdir()
@@ -184,8 +207,9 @@ def test_added_vault_is_registered(published, instance, tmp_path):
     both = write_config(tmp_path / "project", {"sample": published.sources["sample"].path,
                                                "second": second})
     result = tick(source_partitions_sensor, both, instance, cursor)
-    [add] = result.dynamic_partitions_requests
-    assert add.partition_keys == ["second"]
+    assert {(add.partitions_def_name, tuple(add.partition_keys))
+            for add in result.dynamic_partitions_requests} == {
+        (VAULT_SOURCES, ("second",)), (source_partitions.name, ("second",))}
     assert [run.partition_key for run in result.run_requests] == ["second"]
 
 
@@ -223,20 +247,20 @@ def _rename(vault):
     (vault / NOTE).rename(vault / "Inbox" / "Captured.md")
 
 
-@pytest.mark.parametrize("change, counts, paths", [
-    (_add, (1, 0, 0, 0), "Inbox/Fresh idea.md"),
-    (_edit, (0, 1, 0, 0), NOTE),
-    (_delete, (0, 0, 1, 0), NOTE),
-    (_rename, (0, 0, 0, 1), f"{NOTE} -> Inbox/Captured.md"),
+@pytest.mark.parametrize("change, counts, paths, reason", [
+    (_add, (1, 0, 0, 0), "Inbox/Fresh idea.md", "notes 1 added"),
+    (_edit, (0, 1, 0, 0), NOTE, "notes 1 changed"),
+    (_delete, (0, 0, 1, 0), NOTE, "notes 1 deleted"),
+    (_rename, (0, 0, 0, 1), f"{NOTE} -> Inbox/Captured.md", "notes 1 renamed"),
 ], ids=["add", "edit", "delete", "rename"])
-def test_each_change_requests_one_run_with_its_tags(published, instance, change, counts, paths):
+def test_each_change_requests_one_run_with_its_tags(published, instance, change, counts, paths,
+                                                    reason):
     cursor = settled(published, instance)
     change(published.sources["sample"].path)
     result = tick(vault_changes_sensor, published, instance, cursor)
     [run] = result.run_requests
-    assert run.partition_key == "sample" and run.run_key == json.loads(result.cursor)[
-        "digests"]["sample"]
-    assert run.tags["jarvis/reason"] == "vault changed"
+    assert run.partition_key == "sample" and run.run_key == json.loads(result.cursor)["sample"]
+    assert run.tags["jarvis/reason"] == reason
     assert tuple(int(run.tags[f"jarvis/{kind}"]) for kind in
                  ("added", "changed", "deleted", "renamed")) == counts
     assert run.tags["jarvis/changed_paths"] == paths
@@ -253,6 +277,7 @@ def test_attachments_count_only_when_added_or_removed(published, instance):
     (attachments / "wiring.png").write_bytes(b"\x89PNG")
     [run] = tick(vault_changes_sensor, published, instance, edited.cursor).run_requests
     assert run.tags["jarvis/attachments_added"] == "1"
+    assert run.tags["jarvis/reason"] == "notes attachments changed"
 
 
 def test_cursor_survives_a_restart(published, instance):
@@ -260,7 +285,7 @@ def test_cursor_survives_a_restart(published, instance):
     _edit(published.sources["sample"].path)
     before = tick(vault_changes_sensor, published, instance, cursor)
     with dg.DagsterInstance.ephemeral() as restarted:
-        restarted.add_dynamic_partitions(source_partitions.name, ["sample"])
+        register(restarted, "vault", "sample")
         after = tick(vault_changes_sensor, published, restarted, cursor)
         assert [r.run_key for r in after.run_requests] == [r.run_key for r in before.run_requests]
         assert after.cursor == before.cursor
@@ -268,22 +293,39 @@ def test_cursor_survives_a_restart(published, instance):
 
 
 def test_an_unreadable_cursor_counts_as_none(published, instance):
-    instance.add_dynamic_partitions(source_partitions.name, ["sample"])
+    register(instance, "vault", "sample")
     result = tick(vault_changes_sensor, published, instance, "not json")
-    assert result.run_requests == [] and "sample" in json.loads(result.cursor)["digests"]
+    assert result.run_requests == [] and "sample" in json.loads(result.cursor)
+
+
+def test_the_cursor_is_one_digest_per_source(published, instance):
+    """The older vault sensor's cursor ({"digests": {...}}) holds no digest of a source: the
+    vault is compared with the published version, and the cursor written is flat."""
+    cursor = settled(published, instance)
+    assert set(json.loads(cursor)) == {"sample"}
+    older = json.dumps({"digests": json.loads(cursor)})
+    result = tick(vault_changes_sensor, published, instance, older)
+    assert result.run_requests == [] and result.cursor == cursor
+    _edit(published.sources["sample"].path)
+    [run] = tick(vault_changes_sensor, published, instance, older).run_requests
+    assert run.tags["jarvis/reason"] == "notes 1 changed"
 
 
 def test_an_unreadable_vault_does_not_stop_the_others(published, instance, tmp_path, capfd):
     cursor = settled(published, instance)
     both = write_config(tmp_path / "project", {"sample": published.sources["sample"].path,
                                                "second": tmp_path / "unmounted"})
-    instance.add_dynamic_partitions(source_partitions.name, ["second"])
+    register(instance, "vault", "second")
     _edit(published.sources["sample"].path)
     result = tick(vault_changes_sensor, both, instance, cursor)
     assert [run.partition_key for run in result.run_requests] == ["sample"]
-    assert "second" not in json.loads(result.cursor)["digests"]
+    assert "second" not in json.loads(result.cursor)
     assert "vault 'second' not checked for changes" in capfd.readouterr().err
 
 
 def test_unregistered_vaults_are_left_to_the_partitions_sensor(published, instance):
+    assert tick(vault_changes_sensor, published, instance).run_requests == []
+    # a source registered only in the later layers' partitions has no raw partition yet
+    instance.add_dynamic_partitions(source_partitions.name, ["sample"])
+    _edit(published.sources["sample"].path)
     assert tick(vault_changes_sensor, published, instance).run_requests == []
