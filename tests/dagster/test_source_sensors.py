@@ -9,11 +9,9 @@ import shutil
 import dagster as dg
 import pytest
 
-from jarvis_assets.partitions import source_partitions
-from sensors.export_changes import ticket_exports_sensor
-from sensors.repo_changes import repo_changes_sensor
-from sensors.source_partitions import source_partitions_sensor
 from tests.dagster.sensor_helpers import (
+    CHANGE_SENSORS,
+    PARTITIONS_SENSOR,
     apply,
     commit,
     git,
@@ -21,9 +19,14 @@ from tests.dagster.sensor_helpers import (
     make_repo,
     publish,
     record_run,
+    register,
     tick,
     write_config,
 )
+
+repo_changes_sensor = CHANGE_SENSORS["repo"]
+ticket_exports_sensor = CHANGE_SENSORS["tickets"]
+source_partitions_sensor = PARTITIONS_SENSOR
 
 
 @pytest.fixture
@@ -48,10 +51,6 @@ def tickets_config(tmp_path, exports):
                         tickets={"issues": {"path": str(exports), "repo": "acme/lumen"}})
 
 
-def register(instance, *names):
-    instance.add_dynamic_partitions(source_partitions.name, list(names))
-
-
 def edit_issue(exports, field: str, text: str) -> None:
     issues = exports / "issues.json"
     data = json.loads(issues.read_text())
@@ -63,12 +62,14 @@ def edit_issue(exports, field: str, text: str) -> None:
 
 def test_repo_head_moves_request_one_run_each(tmp_path, repo, instance):
     config = write_config(tmp_path / "project", {}, repos={"code": str(repo)})
-    register(instance, "code")
+    register(instance, "repo", "code")
     first = tick(repo_changes_sensor, config, instance)
     [request] = first.run_requests  # nothing published yet
     head = git(repo, "rev-parse", "HEAD")
     assert request.partition_key == "code" and request.tags["jarvis/head"] == head
-    assert request.tags["jarvis/previous_head"] == "(none)"
+    assert request.tags["jarvis/reason"] == "not published yet"
+    assert "jarvis/previous_head" not in request.tags
+    publish(config)  # what the requested run publishes: a move is compared with that head
 
     idle = tick(repo_changes_sensor, config, instance, first.cursor)
     assert not idle.run_requests and idle.cursor == first.cursor
@@ -78,11 +79,13 @@ def test_repo_head_moves_request_one_run_each(tmp_path, repo, instance):
     [request] = moved.run_requests
     assert request.run_key == f"code-{new_head}"
     assert request.tags["jarvis/previous_head"] == head
+    assert request.tags["jarvis/reason"] == f"head moved to {new_head[:12]}"
 
     git(repo, "reset", "-q", "--hard", "HEAD~1")  # history rewritten: a force-push
     rewritten = commit(repo, "app.py", "print('hello')\n")
     [request] = tick(repo_changes_sensor, config, instance, moved.cursor).run_requests
     assert request.tags["jarvis/head"] == rewritten != new_head
+    assert request.run_key == f"code-{rewritten}"
 
 
 def test_repo_by_url_is_checked_without_cloning(tmp_path, repo, instance):
@@ -90,7 +93,7 @@ def test_repo_by_url_is_checked_without_cloning(tmp_path, repo, instance):
     git(repo, "bundle", "create", "-q", str(bundle), "--all")
     config = write_config(tmp_path / "project", {}, repos={"code": {"url": str(bundle),
                                                                     "branch": "main"}})
-    register(instance, "code")
+    register(instance, "repo", "code")
     [request] = tick(repo_changes_sensor, config, instance).run_requests
     assert request.tags["jarvis/head"] == git(repo, "rev-parse", "HEAD")
     assert not (config.data_dir / "repos").exists()
@@ -101,7 +104,7 @@ def test_broken_repo_is_logged_and_the_others_still_checked(tmp_path, repo, inst
     not_a_repo.mkdir()
     config = write_config(tmp_path / "project", {},
                           repos={"code": str(repo), "plain": str(not_a_repo)})
-    register(instance, "code", "plain")
+    register(instance, "repo", "code", "plain")
     result = tick(repo_changes_sensor, config, instance)
     assert [r.partition_key for r in result.run_requests] == ["code"]
     logged = capfd.readouterr().err
@@ -112,19 +115,22 @@ def test_broken_repo_is_logged_and_the_others_still_checked(tmp_path, repo, inst
 def test_without_a_cursor_the_published_head_is_compared(tmp_path, repo, instance):
     config = write_config(tmp_path / "project", {}, repos={"code": str(repo)})
     publish(config)
-    register(instance, "code")
+    register(instance, "repo", "code")
+    published = git(repo, "rev-parse", "HEAD")
     idle = tick(repo_changes_sensor, config, instance)
     assert not idle.run_requests
+    assert json.loads(idle.cursor) == {"code": f"code-{published}"}  # one digest per source
     new_head = commit(repo, "app.py", "print('hi')\n")
     [request] = tick(repo_changes_sensor, config, instance).run_requests
     assert request.run_key == f"code-{new_head}"
-    assert request.tags["jarvis/previous_head"] == json.loads(idle.cursor)["code"]
+    assert request.tags["jarvis/previous_head"] == published
 
 
 def test_a_new_repository_gets_one_first_run(tmp_path, repo, instance):
     config = write_config(tmp_path / "project", {}, repos={"code": str(repo)})
     registration = tick(source_partitions_sensor, config, instance)
     apply(registration, instance)
+    assert registration.run_requests[0].job_name == "ingest_repo"
     record_run(instance, registration.run_requests[0])
     first_look = tick(repo_changes_sensor, config, instance)
     assert not first_look.run_requests
@@ -138,15 +144,22 @@ def test_unregistered_sources_are_left_to_the_partitions_sensor(tmp_path, repo, 
                           tickets={"issues": {"path": str(exports), "repo": "acme/lumen"}})
     assert not tick(repo_changes_sensor, config, instance).run_requests
     assert not tick(ticket_exports_sensor, config, instance).run_requests
+    # each sensor reads its own kind's partitions: the ticket set registered, the repository
+    # still is not
+    register(instance, "tickets", "issues")
+    assert not tick(repo_changes_sensor, config, instance).run_requests
+    assert [r.partition_key for r in tick(ticket_exports_sensor, config,
+                                          instance).run_requests] == ["issues"]
 
 
 # --- ticket exports ------------------------------------------------------------------------
 
 def test_ticket_export_changes_by_content(tickets_config, exports, instance):
-    register(instance, "issues")
+    register(instance, "tickets", "issues")
     first = tick(ticket_exports_sensor, tickets_config, instance)
     [request] = first.run_requests
     assert request.tags["jarvis/changed_paths"] == "(all)"  # nothing published yet
+    assert request.tags["jarvis/reason"] == "not published yet"
     assert not tick(ticket_exports_sensor, tickets_config, instance, first.cursor).run_requests
 
     edit_issue(exports, "title", "Logger sleeps too long (edited)")
@@ -159,7 +172,7 @@ def test_after_a_publish_only_content_changes_request_a_run(tickets_config, expo
     """A daemon restart (no cursor) requests nothing for an export already published; a
     touched but identical file requests nothing; an edited one names the file."""
     publish(tickets_config)
-    register(instance, "issues")
+    register(instance, "tickets", "issues")
     restarted = tick(ticket_exports_sensor, tickets_config, instance)
     assert not restarted.run_requests
 
@@ -174,7 +187,7 @@ def test_after_a_publish_only_content_changes_request_a_run(tickets_config, expo
     [request] = tick(ticket_exports_sensor, tickets_config, instance,
                      touched.cursor).run_requests
     assert request.tags["jarvis/changed_paths"] == "issues.json, more.json"
-    assert request.tags["jarvis/reason"] == "export changed"
+    assert request.tags["jarvis/reason"] == "2 export files changed"
 
 
 def test_a_new_ticket_set_gets_one_first_run(tickets_config, instance):
@@ -185,7 +198,7 @@ def test_a_new_ticket_set_gets_one_first_run(tickets_config, instance):
 
 
 def test_missing_export_is_logged_not_fatal(tickets_config, exports, instance, capfd):
-    register(instance, "issues")
+    register(instance, "tickets", "issues")
     cursor = tick(ticket_exports_sensor, tickets_config, instance).cursor
     shutil.rmtree(exports)
     result = tick(ticket_exports_sensor, tickets_config, instance, cursor)
