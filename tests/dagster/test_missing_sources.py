@@ -6,10 +6,15 @@ import shutil
 
 import dagster as dg
 
-from jarvis_assets.notes import raw_notes
+from jarvis_assets.partitions import kind_partitions
+from jarvis_assets.sources import raw_asset
+from jarvis_core.sources import registry
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_resources import build_resources
 from tests.pipeline_helpers import rows, write_config
+
+VAULT = registry.kind("vault")
+raw_notes = raw_asset(VAULT)
 
 
 def test_configuration_loads_with_missing_paths(tmp_path):
@@ -27,7 +32,7 @@ def test_missing_vault_is_reported_and_its_notes_kept(tmp_path):
     config = write_config(tmp_path / "project", {"notes": vault})
     resources = build_resources(str(config.config_path))
     with dg.DagsterInstance.ephemeral() as instance:
-        instance.add_dynamic_partitions("sources", ["notes"])
+        instance.add_dynamic_partitions(kind_partitions(VAULT).name, ["notes"])
         assert dg.materialize([raw_notes], partition_key="notes", resources=resources,
                               instance=instance).success
         shutil.rmtree(vault)
@@ -51,13 +56,16 @@ def test_refresh_reports_each_missing_source_and_goes_on(tmp_path):
     assert errors["notes"]["raw_notes"]["failed"] == 1
     assert errors["code"]["raw_repository"]["failed"] == 1
     assert errors["issues"]["raw_tickets"]["failed"] == 1
+    raw = {kind.asset.name for kind in registry.kinds()}  # each lists its own raw layer only
+    assert {source: sorted(raw & set(layers)) for source, layers in errors.items()} == {
+        "notes": ["raw_notes"], "code": ["raw_repository"], "issues": ["raw_tickets"]}
     assert dict(rows(config, "SELECT source, reason FROM ingest_failures WHERE path = '.'")
                 ) == {"notes": f"vault directory is missing: {tmp_path / 'gone'}",
                       "code": f"{tmp_path / 'no-clone'}: repository directory does not exist",
                       "issues": f"ticket export path does not exist: "
                                 f"{tmp_path / 'no-export.json'}"}
     for entry in report["sources"]:  # a warning says so; what was stored is still published
-        [check] = [c for c in entry["checks"] if c["check"] == "source_reachable"
-                   and not c["passed"]]
+        [check] = [c for c in entry["checks"] if c["check"] == "source_reachable"]
+        assert not check["passed"]
         assert check["severity"] == "WARN" and entry["ok"]
     assert report["ok"] and report["published"]["ok"]

@@ -5,14 +5,17 @@ import shutil
 
 import dagster as dg
 import pytest
-from jarvis_assets.notes import raw_notes
 
-from jarvis_assets.partitions import source_partitions
-from jarvis_core.stores import tables
+from jarvis_assets.partitions import kind_partitions, source_partitions
+from jarvis_assets.sources import raw_asset
+from jarvis_core.sources import registry
 from jarvis_core.stores.connections import read_only
 from jarvis_core.text.tokens import token_counter
 from jarvis_resources import build_resources
 from tests.pipeline_helpers import SAMPLE_VAULT, checks, metadata, rows, run, write_config
+
+VAULT = registry.kind("vault")
+raw_notes = raw_asset(VAULT)
 
 
 @pytest.fixture
@@ -25,15 +28,20 @@ def test_sample_vault_materializes_with_every_check_passing(sample_config, insta
     result = run(sample_config, "sample", instance)
     assert result.success
     evaluations = checks(result)
+    # a vault's runs hold the vault's raw checks only (no other kind's failed-item ratio)
     assert set(evaluations) == {"failed_file_ratio", "every_document_has_chunks",
                                 "chunks_within_token_limit", "chunk_ids_unique",
                                 "vectors_match_chunks", "vector_dimension_matches_model",
                                 "no_orphan_vectors", "no_dangling_edges",
                                 "every_edge_has_evidence", "broken_link_ratio",
-                                "failed_ticket_ratio", "failed_message_ratio",
-                                "failed_page_ratio", "keyword_index_matches_chunks",
+                                "keyword_index_matches_chunks",
                                 "snapshot_matches_graph", "snapshot_figures_consistent",
                                 "source_reachable"}
+    raw_assets = {e.asset_key.to_user_string() for e in evaluations.values()
+                  if e.check_name in ("source_reachable", "failed_file_ratio")}
+    assert raw_assets == {"raw_notes"}
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert materialized & {kind.asset.name for kind in registry.kinds()} == {"raw_notes"}
     failing = {name: e.metadata for name, e in evaluations.items() if not e.passed}
     assert not failing, f"asset checks failed on the sample vault: {failing}"
 
@@ -162,6 +170,7 @@ def test_unconfigured_source_is_purged(tmp_path, sample_vault, instance):
 
 def test_raw_notes_called_directly(sample_config, instance):
     instance.add_dynamic_partitions(source_partitions.name, ["sample"])
+    instance.add_dynamic_partitions(kind_partitions(VAULT).name, ["sample"])
     resources = build_resources(str(sample_config.config_path))
     context = dg.build_asset_context(partition_key="sample", instance=instance)
     result = raw_notes(context, jarvis=resources["jarvis"], tables=resources["tables"])
@@ -175,8 +184,8 @@ def store_connection(config):
 def test_store_schema_matches_declared_tables(sample_config, instance):
     run(sample_config, "sample", instance)
     with read_only(sample_config.duckdb_path) as conn:
-        for table, (schema, _) in tables.TABLES.items():
+        for table in registry.declared_tables():
             columns = [c for (c,) in conn.execute(
                 "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
-                "ORDER BY column_index", [table]).fetchall()]
-            assert columns == list(schema), table
+                "ORDER BY column_index", [table.name]).fetchall()]
+            assert columns == list(table.schema), table.name
