@@ -9,9 +9,9 @@ from contextlib import contextmanager
 
 import dagster as dg
 import pytest
-from sensors.vault_changes import vault_changes_sensor
 
-from jarvis_assets.partitions import source_partitions
+from jarvis_assets.partitions import kind_partitions, source_partitions
+from jarvis_core.sources import registry
 from jarvis_pipeline.instance import dagster_home, project_instance
 from jarvis_pipeline.instance_storage import (
     KeptEngineEventLogStorage,
@@ -19,8 +19,7 @@ from jarvis_pipeline.instance_storage import (
     KeptEngineScheduleStorage,
 )
 from jarvis_pipeline.refresh import run_refresh
-from sensors.source_partitions import source_partitions_sensor
-from tests.dagster.sensor_helpers import NOTE, make_vault, tick
+from tests.dagster.sensor_helpers import CHANGE_SENSORS, NOTE, PARTITIONS_SENSOR, make_vault, tick
 from tests.pipeline_helpers import name_a_storage, write_config
 
 KEPT_ENGINE_STORAGES = [KeptEngineRunStorage, KeptEngineEventLogStorage,
@@ -66,7 +65,7 @@ def test_a_refresh_on_dagsters_stock_storages_continues_the_history(tmp_path, mo
         assert not set(storage_types(instance)) & set(KEPT_ENGINE_STORAGES)
     with dagsters_own_instance(dagster_home(config), monkeypatch) as instance:
         assert len(instance.get_runs(filters=dg.RunsFilter(
-            tags={"dagster/partition": "notes"}))) == 4  # index and embed runs, twice
+            tags={"dagster/partition": "notes"}))) == 6  # ingest, index and embed runs, twice
         assert_a_daemon_runs_nothing_again(config, instance, entry["run_id"])
 
 
@@ -75,7 +74,9 @@ def assert_a_daemon_runs_nothing_again(config, instance, run_id: str) -> None:
     them: it finds every source known and current."""
     [source] = config.source_names
     assert instance.get_dynamic_partitions(source_partitions.name) == [source]
-    for sensor in (source_partitions_sensor, vault_changes_sensor):  # no cursor yet
+    assert instance.get_dynamic_partitions(kind_partitions(registry.kind("vault")).name) == [
+        source]
+    for sensor in (PARTITIONS_SENSOR, CHANGE_SENSORS["vault"]):  # no cursor yet
         assert not tick(sensor, config, instance, None).run_requests
     [latest] = instance.fetch_materializations(dg.AssetKey("raw_notes"), limit=1).records
     assert (latest.partition_key, latest.run_id) == (source, run_id)
