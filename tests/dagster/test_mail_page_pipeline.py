@@ -11,9 +11,7 @@ import shutil
 import dagster as dg
 import pytest
 import yaml
-from sensors.export_changes import confluence_exports_sensor, mail_changes_sensor
 
-from jarvis_assets.partitions import source_partitions
 from jarvis_core.config import load_config
 from jarvis_core.pending import pending_sources
 from jarvis_core.sources.confluence.graph import page_key
@@ -23,7 +21,7 @@ from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_core.stores.keyword import KeywordSearcher
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_pipeline.refresh import run_refresh
-from tests.dagster.sensor_helpers import tick
+from tests.dagster.sensor_helpers import CHANGE_SENSORS, register, tick
 from tests.export_helpers import (
     DANIEL,
     MAYA,
@@ -46,6 +44,9 @@ from tests.pipeline_helpers import PROJECT_ROOT, metadata, rows, run
 from tests.source_helpers import Repo
 
 pytestmark = pytest.mark.slow
+
+mail_changes_sensor = CHANGE_SENSORS["mail"]
+confluence_exports_sensor = CHANGE_SENSORS["confluence"]
 
 MAYA_ID = ("Maya Chen", "maya.chen@lumen.example")
 DEDUPE = thread_key("mail", "a@lumen.example")
@@ -137,7 +138,8 @@ def layer(report: dict, source: str, asset: str) -> dict:
 
 
 def checks_of(report: dict, source: str, asset: str) -> dict:
-    """The checks of one asset in a source's run (every raw asset has a source_reachable)."""
+    """The checks of one asset in a source's run (its kind's raw asset has a
+    source_reachable)."""
     [entry] = [s for s in report["sources"] if s["source"] == source]
     return {c["check"]: c for c in entry["checks"] if c["asset"] == asset}
 
@@ -145,7 +147,8 @@ def checks_of(report: dict, source: str, asset: str) -> dict:
 @pytest.fixture
 def instance():
     with dg.DagsterInstance.ephemeral() as instance:
-        instance.add_dynamic_partitions(source_partitions.name, ["mail", "wiki", "ops"])
+        register(instance, "mail", "mail")
+        register(instance, "confluence", "wiki", "ops")
         yield instance
 
 
@@ -156,6 +159,11 @@ def edges(config, sql: str = "TRUE") -> set[tuple[str, str, str]]:
 def test_every_kind_is_read_and_bad_items_are_reported_while_the_rest_publishes(project):
     report, config = project["first"], project["config"]
     assert report["ok"], report
+    raw = {"raw_notes", "raw_repository", "raw_tickets", "raw_mail", "raw_pages"}
+    assert {entry["source"]: sorted(raw & set(entry["layers"]))  # its own kind's raw layer
+            for entry in report["sources"]} == {
+        "notes": ["raw_notes"], "lumen": ["raw_repository"], "jira": ["raw_tickets"],
+        "mail": ["raw_mail"], "wiki": ["raw_pages"], "ops": ["raw_pages"]}
     mail = layer(report, "mail", "raw_mail")
     assert (mail["new"], mail["failed"], mail["rows"]) == (3, 1, 5)  # 3 threads, 5 messages
     [(path, reason)] = rows(config, "SELECT path, reason FROM ingest_failures "
