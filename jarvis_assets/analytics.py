@@ -3,6 +3,7 @@ the vault context the assistants read, and trends."""
 
 import dagster as dg
 
+from jarvis_assets.automation import follows_upstream
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.partitions import source_partitions
@@ -66,6 +67,7 @@ def _figure_tables(snapshot: AnalyticsSnapshot, trend: list[dict]) -> dict:
     group_name="analytics",
     kinds={"duckdb", "python"},
     pool=DUCKDB_POOL,
+    automation_condition=follows_upstream,  # a sensor's ingestion leaves no stale snapshot
 )
 def vault_analytics(context: dg.AssetExecutionContext, jarvis: JarvisConfigResource,
                     tables: TablesResource) -> dg.MaterializeResult:
