@@ -7,19 +7,21 @@ import os
 import dagster as dg
 import pytest
 
-from jarvis_assets.partitions import source_partitions
 from jarvis_pipeline.refresh import run_refresh
-from sensors.export_changes import ticket_exports_sensor
-from sensors.repo_changes import repo_changes_sensor
-from sensors.vault_changes import vault_changes_sensor
 from tests.dagster.sensor_helpers import (
+    CHANGE_SENSORS,
     NOTE,
     make_export,
     make_repo,
     make_vault,
+    register,
     tick,
     write_config,
 )
+
+vault_changes_sensor = CHANGE_SENSORS["vault"]
+repo_changes_sensor = CHANGE_SENSORS["repo"]
+ticket_exports_sensor = CHANGE_SENSORS["tickets"]
 
 
 @pytest.mark.slow
@@ -31,7 +33,8 @@ def test_after_a_refresh_an_empty_cursor_compares_with_the_published_version(tmp
                           tickets={"issues": {"path": str(exports), "repo": "acme/lumen"}})
     assert run_refresh(config)["ok"]
     with dg.DagsterInstance.ephemeral() as instance:
-        instance.add_dynamic_partitions(source_partitions.name, ["code", "issues", "notes"])
+        for kind, source in (("repo", "code"), ("tickets", "issues"), ("vault", "notes")):
+            register(instance, kind, source)
         for sensor in (vault_changes_sensor, repo_changes_sensor, ticket_exports_sensor):
             assert not tick(sensor, config, instance).run_requests, sensor.name
 
