@@ -9,15 +9,14 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
-from jarvis_assets.chunks import chunks
+from jarvis_assets.chunks import chunks_asset
 from jarvis_assets.embeddings import embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.jobs import analytics_snapshot_job, publish_serving_job
-from jarvis_assets.notes import raw_notes
-from jarvis_assets.partitions import source_partitions
 from jarvis_cli.main import cli
+from jarvis_core.sources import registry
 from jarvis_definitions import build_definitions
-from jarvis_pipeline.refresh import run_refresh
+from jarvis_pipeline.refresh import register_sources, run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 from jarvis_resources import build_resources
 from tests.pipeline_helpers import private_copy
@@ -106,10 +105,14 @@ def test_a_graph_published_without_its_snapshot_is_stale(project):
     config, vault, kb = project
     (vault / PROBE).write_text("# Analytics probe\n\nNow it links to [[Lumen]] instead.\n")
     with dg.DagsterInstance.ephemeral() as instance:
-        instance.add_dynamic_partitions(source_partitions.name, ["sample"])
-        dg.materialize([raw_notes, chunks, embeddings, knowledge_graph], partition_key="sample",
-                       instance=instance, resources=build_resources(str(config.config_path)))
+        register_sources(instance, {"sample": registry.kind("vault")})
         definitions = build_definitions(config)
+        # the vault's ingestion, then its layers up to the graph without the analytics
+        definitions.resolve_job_def("ingest_vault").execute_in_process(
+            partition_key="sample", instance=instance)
+        dg.materialize([chunks_asset(registry.kinds()), embeddings, knowledge_graph],
+                       partition_key="sample", instance=instance,
+                       resources=build_resources(str(config.config_path)))
         definitions.resolve_job_def(publish_serving_job.name).execute_in_process(
             instance=instance)
         stale = kb.get_vault_context("sample")
