@@ -50,7 +50,7 @@ def light_copy(published: JarvisConfig, directory: Path) -> JarvisConfig:
     encoder (the light query path), its vaults unchanged."""
     copy_data(published.data_dir, directory / "data")
     config = write_config(directory, {name: vault.path
-                                      for name, vault in published.vaults.items()})
+                                      for name, vault in published.sources_of("vault").items()})
     publish_encoder(config.data_dir)
     return config
 

@@ -123,7 +123,7 @@ def test_status_reads_the_published_version_while_a_refresh_writes(published_sam
     later = tmp_path / "later"
     later.mkdir()
     (later / "Note.md").write_text("# Later\n")
-    config = write_config(tmp_path, {"sample": published_sample.vaults["sample"].path,
+    config = write_config(tmp_path, {"sample": published_sample.sources["sample"].path,
                                      "later": later})
     with duckdb.connect(str(config.duckdb_path)):  # the writer's lock, as a refresh holds it
         result = invoke("--config", str(config.config_path), "status", "--json")

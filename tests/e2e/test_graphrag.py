@@ -78,7 +78,7 @@ def test_graph_found_neighbours_join_the_pack(kb):
 @pytest.mark.slow
 def test_without_a_graph_the_pack_still_has_ranked_sources(published_sample, tmp_path):
     copy_data(published_sample.data_dir, tmp_path / "data")
-    config = write_config(tmp_path, {"sample": published_sample.vaults["sample"].path})
+    config = write_config(tmp_path, {"sample": published_sample.sources["sample"].path})
     serving.current_version(config.data_dir).graph_path.unlink()
     kb = KnowledgeBase(config)
     try:

@@ -63,7 +63,7 @@ def test_arguments_are_checked(kb, search):
 
 
 def test_vectors_follow_chunks_incrementally(edited):
-    config, vault = edited, edited.vaults["sample"].path
+    config, vault = edited, edited.sources["sample"].path
     published = serving.current_version(config.data_dir).manifest
     assert published["vectors_complete"]
     assert sum(published["vectors"].values()) == published["chunks"] > 0
@@ -208,7 +208,7 @@ def test_a_version_without_an_encoder_falls_back_to_the_full_embedder(light_samp
                                                                       caplog):
     """Same results either way; the fallback says why in the log."""
     copy_data(light_sample.data_dir, tmp_path / "data")
-    config = write_config(tmp_path, {"sample": light_sample.vaults["sample"].path})
+    config = write_config(tmp_path, {"sample": light_sample.sources["sample"].path})
     version = serving.current_version(config.data_dir)
     manifest = {key: value for key, value in version.manifest.items() if key != "encoder"}
     (version.path / serving.MANIFEST_FILE).write_text(json.dumps(manifest))
