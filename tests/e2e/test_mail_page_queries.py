@@ -170,7 +170,7 @@ def test_sources_are_listed_with_their_kind_and_counts(published):
     assert by_name["lumen-wiki"]["chunks"]["page"] > 0
     assert by_name["lumen-mail"]["last_ingested_at"] is not None
     vaults = jarvis(config, "vaults").output
-    assert "- lumen-mail (mail, " in vaults and "10 messages in 3 threads" in vaults
+    assert "- lumen-mail (mail, " in vaults and "10 messages, 3 threads" in vaults
     assert "- lumen-wiki (confluence, " in vaults and "6 pages" in vaults
     status = json.loads(jarvis(config, "status", "--json").stdout)
     rows_by_name = {row["name"]: row for row in status["sources"]}
