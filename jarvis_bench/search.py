@@ -21,7 +21,6 @@ import numpy as np
 
 from jarvis_bench.embed import seed_vectors, synthetic_chunks
 from jarvis_core.config import JarvisConfig
-from jarvis_core.sources import registry
 from jarvis_core.stores import serving, tables
 from jarvis_core.stores.vectors.base import VectorPoint, collection_name
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
@@ -56,7 +55,7 @@ def _chunk_rows(size: int, texts: list[str]) -> list[dict]:
 def _publish(data_dir: Path, embedder: Embedder, rows: list[dict], vectors: np.ndarray) -> float:
     """Build and publish a serving version; returns the seconds the index build took."""
     name, staging = serving.begin_version(data_dir)
-    chunks = registry.table("chunks").frame({k: r[k] for k in tables.CHUNKS} for r in rows)
+    chunks = tables.CHUNKS.frame({k: r[k] for k in tables.CHUNKS.schema} for r in rows)
     with duckdb.connect() as conn:
         conn.register("bench_chunks", chunks.to_arrow())
         serving.copy_tables(conn, staging, {"chunks": "SELECT * FROM bench_chunks"},
