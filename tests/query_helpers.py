@@ -101,19 +101,22 @@ def documents_config(root: Path) -> JarvisConfig:
 
 def publish_partially(config: JarvisConfig, embedded: tuple[str, ...] = ()) -> None:
     """What a large first refresh publishes before its embeddings are done, made with the
-    real pipeline: every source indexed (text, keyword index, graph, analytics), only the
-    ``embedded`` sources' embeddings made, then one publish."""
+    real pipeline: every source ingested (its kind's ingest job) and indexed (text, keyword
+    index, graph, analytics), only the ``embedded`` sources' embeddings made, then one
+    publish."""
     from jarvis_definitions import build_definitions
     from jarvis_pipeline.instance import project_instance
     from jarvis_pipeline.refresh import register_sources, run_source_job
     from jarvis_resources.tables import tables_held_open
 
     definitions = build_definitions(config)
+    kinds = {source: config.kind_of(source) for source in config.source_names}
     with project_instance(config) as instance, tables_held_open(config.duckdb_path):
-        register_sources(instance, config.source_names)
-        for source in config.source_names:
-            entry = run_source_job(config, definitions, instance, "index_sources", source)
-            assert entry["ok"], entry
+        register_sources(instance, kinds)
+        for source, kind in kinds.items():
+            for job in (kind.ingest_job, "index_sources"):
+                entry = run_source_job(config, definitions, instance, job, source)
+                assert entry["ok"], entry
         for source in embedded:
             entry = run_source_job(config, definitions, instance, "embed_sources", source)
             assert entry["ok"], entry
