@@ -37,7 +37,7 @@ SERVER_SECONDS = 60
 PRINTS = {
     ".venv/bin/jarvis refresh": r"nothing changed since serving version .*: no source ran",
     ".venv/bin/jarvis status": r"messages +threads +pages",
-    ".venv/bin/jarvis vaults": r"lumen-mail \(mail, .*: 10 messages in 3 threads",
+    ".venv/bin/jarvis vaults": r"lumen-mail \(mail, .*: 10 messages, 3 threads",
     '.venv/bin/jarvis keyword "boot_id instead of observed_at, no Redis dedupe window" '
     "--content --limit 3": r"^ 1\. \S+ +lumen-mail/threads/CAK7wq2dedupe01\.1009@",
     '.venv/bin/jarvis graph "thread:lumen-mail/CAK7wq2dedupe01.1009@mail.lumen.example" '
