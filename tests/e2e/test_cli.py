@@ -29,6 +29,10 @@ def test_refresh_then_status_as_json(sample_config):
     assert source["layers"]["raw_notes"]["new"] == 53
     assert source["layers"]["chunks"]["rows"] > 53
     assert all(check["passed"] for check in source["checks"])
+    # a vault's layers and checks only: no other kind's raw layer
+    assert set(source["layers"]) == {"raw_notes", "chunks", "keyword_index", "embeddings",
+                                     "knowledge_graph", "vault_analytics"}
+    assert {check["asset"] for check in source["checks"]} == set(source["layers"])
 
     second = json.loads(invoke("--config", config, "refresh", "--json").stdout)
     # nothing changed: nothing runs, the published version stays
@@ -47,6 +51,8 @@ def test_readable_output(sample_config):
     config = str(sample_config.config_path)
     refreshed = invoke("--config", config, "refresh")
     assert "raw_notes" in refreshed.output
+    assert not [raw for raw in ("raw_repository", "raw_tickets", "raw_mail", "raw_pages")
+                if raw in refreshed.output]
     assert "sample (nothing published yet): ok" in refreshed.output
     status = invoke("--config", config, "status")
     assert "sample" in status.output and "vault" in status.output
