@@ -77,7 +77,7 @@ def chunk_corpus(dataset: BeirDataset, config: JarvisConfig) -> pl.DataFrame:
                          "title": title, "heading_path": list(chunk.heading_path),
                          "context": chunk.context, "text": chunk.text, "tags": [],
                          "modified_at": None})
-    return pl.DataFrame(rows, schema={**{c: tables.CHUNKS[c] for c in (
+    return pl.DataFrame(rows, schema={**{c: tables.CHUNKS.schema[c] for c in (
         "chunk_id", "source", "source_type", "doc_key", "path", "title", "heading_path",
         "context", "text")}, "tags": pl.List(pl.Utf8), "modified_at": pl.Datetime("us")})
 

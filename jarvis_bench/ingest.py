@@ -29,7 +29,8 @@ import yaml
 
 from jarvis_bench.jira_markup import run_markup_benchmark
 from jarvis_bench.synthetic_vault import write_vault
-from jarvis_core.config import CACHE_ENV, JarvisConfig, load_config
+from jarvis_core.config import JarvisConfig, load_config
+from jarvis_core.settings import CACHE_ENV
 
 EMBED_SAMPLE = 512  # chunks embedded to measure the rate
 
@@ -66,9 +67,15 @@ def _export_index(export: Path, root: Path) -> dict:
     config = load_config(_config(root, {"tickets": {"export": str(tickets)}}))
     definitions = build_definitions(config)
     started, cpu = time.perf_counter(), time.process_time()
+    kind = config.kind_of("export")
     with project_instance(config) as instance:
-        register_sources(instance, ["export"])
-        entry = run_source_job(config, definitions, instance, "index_sources", "export")
+        register_sources(instance, {"export": kind})
+        # its ingestion (the raw asset is partitioned by ticket sets), then its later layers
+        entry = run_source_job(config, definitions, instance, kind.ingest_job, "export")
+        if entry["ok"]:
+            indexed = run_source_job(config, definitions, instance, "index_sources", "export")
+            entry = {**indexed, "ok": indexed["ok"],
+                     "layers": {**entry["layers"], **indexed["layers"]}}
     index_seconds = time.perf_counter() - started
     with read_only(config.duckdb_path) as conn:
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
