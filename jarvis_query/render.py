@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from jarvis_core.sources import registry
+
 SHOWN_PAIRS = 20  # note pairs listed per relation in graph search
 
 
@@ -167,8 +169,6 @@ def render_document(data: dict) -> str:
 def _source_counts(source: dict) -> str:
     """What a source holds, in its kind's words: notes and attachments, commits, tickets,
     messages and threads, pages."""
-    from jarvis_core.sources import registry  # here: describing a kind imports duckdb
-
     return ", ".join(f"{source[layer]} {layer.replace('_', ' ')}"
                      for layer in registry.kind(source["kind"]).counts)
 
@@ -290,12 +290,7 @@ def render_vault_context(data: dict, limit: int = 10) -> str:
     kind = data.get("kind", "vault")
     freshness = ("STALE: the published graph changed since (hash "
                  f"{data['published_hash'][:12]})" if data["is_stale"] else "fresh")
-    if kind == "vault":
-        label = ""
-    else:
-        from jarvis_core.sources import registry
-
-        label = f" ({registry.kind(kind).label})"
+    label = f" ({registry.kind(kind).label})" if kind != "vault" else ""
     lines = [f"{data['vault']}{label}: snapshot {data['snapshot_id']} of "
              f"{data['generated_at'][:16]} UTC, {freshness}"
              f"{' (cached)' if data['cache_hit'] else ''}"]

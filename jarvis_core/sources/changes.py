@@ -21,12 +21,13 @@ import hashlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from jarvis_core.sources.confinement import leaves, real_root
 from jarvis_core.sources.kind import Change, ChangeWatch, Look, SourceUnreachable
-from jarvis_core.stores.serving import NotPublished, current_version
+
+if TYPE_CHECKING:  # the descriptors import this module: duckdb only when a watch compares
+    import duckdb
 
 MAX_PATHS_TAG_CHARS = 2_000
 UNREADABLE = "(unreadable)"  # the hash recorded for a file that cannot be read
@@ -38,6 +39,8 @@ ListFiles = Callable[[Path], Iterable[tuple]]
 
 def published_tables(data_dir: Path) -> Path | None:
     """The current serving version's DuckDB file; None when nothing is published yet."""
+    from jarvis_core.stores.serving import NotPublished, current_version
+
     try:
         return current_version(data_dir).tables_path
     except NotPublished:
@@ -56,6 +59,8 @@ def published_cursor(tables_path: Path) -> duckdb.DuckDBPyConnection:
             for old in _open.values():
                 old.close()
             _open.clear()
+            import duckdb
+
             _open[tables_path] = duckdb.connect(str(tables_path), read_only=True)
         return _open[tables_path].cursor()
 
@@ -66,6 +71,8 @@ def published_rows(data_dir: Path, sql: str, params: list) -> list[tuple] | None
     tables_path = published_tables(data_dir)
     if tables_path is None:
         return None
+    import duckdb
+
     with published_cursor(tables_path) as conn:
         try:
             return conn.execute(sql, params).fetchall()
