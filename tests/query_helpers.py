@@ -132,10 +132,11 @@ async def served(command: list[str], log: Path):
     """An initialised client session (the MCP SDK's) with the server ``command`` starts over
     stdio, its stderr in ``log``. The server imports what the tests import (their
     PYTHONPATH, e.g. a git worktree's)."""
+    env = {"HF_HUB_OFFLINE": "1"}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(PROJECT_ROOT),
-                                   env={"HF_HUB_OFFLINE": "1", **{
-                                       name: os.environ[name] for name in ("PYTHONPATH",)
-                                       if name in os.environ}})
+                                   env=env)
     with log.open("w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write, read_timeout_seconds=300) as session:
