@@ -123,7 +123,7 @@ def test_bad_files_are_reported_and_the_rest_is_ingested(tmp_path, instance):
     ratio_check = checks(result)["failed_file_ratio"]
     assert not ratio_check.passed and ratio_check.severity == dg.AssetCheckSeverity.WARN
     others = {name: e.passed for name, e in checks(result).items() if name != "failed_file_ratio"}
-    assert {"every_note_has_chunks", "no_dangling_edges", "vectors_match_chunks"} <= set(others)
+    assert {"every_document_has_chunks", "no_dangling_edges", "vectors_match_chunks"} <= set(others)
     assert all(others.values()), others
 
     second = run(config, "v", instance)

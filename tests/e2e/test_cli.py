@@ -15,7 +15,7 @@ from tests.pipeline_helpers import PROJECT_ROOT, copy_data, report_check, write_
 from tests.query_helpers import heavy, jarvis_modules, light_copy
 
 VAULT_CHECKS = (("raw_notes", "source_reachable"), ("raw_notes", "failed_file_ratio"),
-                ("chunks", "every_note_has_chunks"), ("chunks", "chunks_within_token_limit"),
+                ("chunks", "every_document_has_chunks"), ("chunks", "chunks_within_token_limit"),
                 ("keyword_index", "keyword_index_matches_chunks"),
                 ("knowledge_graph", "no_dangling_edges"),
                 ("knowledge_graph", "every_edge_has_evidence"),
