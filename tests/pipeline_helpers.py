@@ -119,6 +119,15 @@ def checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluati
             for evaluation in result.get_asset_check_evaluations()}
 
 
+def report_check(checks: list[dict], name: str, asset: str | None = None) -> dict:
+    """The one evaluation of check ``name`` (of ``asset``, when given) among a refresh
+    report's ``checks``: a check that did not run fails the test instead of passing it, as
+    ``all(...)`` over the matching evaluations would."""
+    found = [c for c in checks if c["check"] == name and asset in (None, c["asset"])]
+    assert len(found) == 1, f"check {name!r} ran {len(found)} times: {checks}"
+    return found[0]
+
+
 def rows(config, sql: str, params=None) -> list[tuple]:
     with read_only(config.duckdb_path) as conn:
         return conn.execute(sql, params or []).fetchall()

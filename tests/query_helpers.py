@@ -1,14 +1,18 @@
-"""Helpers for the query-side tests: a published version with its exported query encoder, and
-the modules a fresh `jarvis` process imports."""
+"""Helpers for the query-side tests: a published version with its exported query encoder, the
+modules a fresh `jarvis` process imports, and MCP sessions with a server over stdio."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from jarvis_core.config import JarvisConfig
 from jarvis_core.settings import CACHE_ENV, EmbeddingSettings
@@ -18,6 +22,7 @@ from jarvis_core.text.query_model import prepare_query_model
 from tests.pipeline_helpers import PROJECT_ROOT, copy_data, write_config
 
 HEAVY_MODULES = ("torch", "transformers", "sentence_transformers", "dagster")
+JARVIS = str(Path(sys.executable).with_name("jarvis"))
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -123,3 +128,39 @@ def publish_partially(config: JarvisConfig, embedded: tuple[str, ...] = ()) -> N
         published = definitions.resolve_job_def("publish_serving").execute_in_process(
             instance=instance, raise_on_error=False)
         assert published.success
+
+
+@contextlib.asynccontextmanager
+async def served(command: list[str], log: Path):
+    """An initialised client session (the MCP SDK's) with the server ``command`` starts over
+    stdio, its stderr in ``log``. The server imports what the tests import (their
+    PYTHONPATH, e.g. a git worktree's)."""
+    env = {"HF_HUB_OFFLINE": "1"}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(PROJECT_ROOT),
+                                   env=env)
+    with log.open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=300) as session:
+                await session.initialize()
+                yield session
+
+
+async def _converse(command: list[str], calls: dict, log: Path):
+    async with served(command, log) as session:
+        tools = (await session.list_tools()).tools
+        results = {}
+        for label, call in calls.items():
+            if callable(call):  # something to do between two calls, e.g. a refresh
+                results[label] = await anyio.to_thread.run_sync(call)
+            else:
+                results[label] = await session.call_tool(*call)
+    return {tool.name: tool for tool in tools}, results
+
+
+def converse(command: list[str], calls: dict, log: Path):
+    """Start the server, list its tools, make ``calls`` (label -> (tool, arguments), or a
+    function to run in between) in one session, and return (tools by name, results by
+    label)."""
+    return anyio.run(_converse, command, calls, log)

@@ -334,7 +334,7 @@ def test_stale_notes(analysed):
     stale = sorted((p for p, n in expected.items() if n["stale"]),
                    key=lambda p: (-expected[p]["links_in"], p))
     figures = analysed["figures"]
-    assert [s["path"] for s in figures["stale_notes"]] == stale
+    assert stale and [s["path"] for s in figures["stale_notes"]] == stale
     assert figures["totals"]["stale_notes"] == len(stale)
     for entry in figures["stale_notes"]:
         assert entry["links_in"] >= SETTINGS.stale_min_links_in
@@ -492,7 +492,8 @@ def test_a_source_no_longer_configured_loses_its_history(analysed, tmp_path):
                                 partition_key="sample", instance=instance,
                                 resources=build_resources(str(config.config_path)))
     assert metadata(result, "vault_analytics")["snapshots_removed"] == 1
-    assert all(check.passed for check in checks(result).values())
+    assert {name: check.passed for name, check in checks(result).items()} == {
+        "snapshot_matches_graph": True, "snapshot_figures_consistent": True}
     with duckdb.connect(str(config.duckdb_path), read_only=True) as conn:
         assert conn.execute("SELECT (SELECT count(*) FROM analytics_snapshots) + "
                             "(SELECT count(*) FROM analytics_notes)").fetchone() == (0,)

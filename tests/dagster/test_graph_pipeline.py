@@ -83,7 +83,7 @@ def test_graph_search_at_every_depth(refreshed):
             assert result == kb.search_graph("Alerting", depth=depth)  # title, same order
             assert result["counts"]["notes"] >= previous
             previous = result["counts"]["notes"]
-            assert all(n["distance"] <= depth for n in result["notes"])
+            assert result["notes"] and all(n["distance"] <= depth for n in result["notes"])
         depth_one = kb.search_graph("sample/Projects/Lumen/Architecture/Alerting", depth=1)
         owned = depth_one["relationships"]["OWNED_BY"]
         assert {"src_title": "Alerting", "dst_title": "Maya Chen"}.items() <= owned[0].items()

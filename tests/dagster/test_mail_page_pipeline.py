@@ -40,7 +40,7 @@ from tests.export_helpers import (
     write_rest_export,
     zip_folder,
 )
-from tests.pipeline_helpers import PROJECT_ROOT, metadata, rows, run
+from tests.pipeline_helpers import PROJECT_ROOT, metadata, report_check, rows, run
 from tests.source_helpers import Repo
 
 pytestmark = pytest.mark.slow
@@ -183,9 +183,11 @@ def test_every_kind_is_read_and_bad_items_are_reported_while_the_rest_publishes(
         assert ratio["severity"] == "WARN" and not ratio["passed"]
         assert checks_of(report, source, asset)["source_reachable"]["passed"]
     assert layer(report, "ops", "raw_pages")["new"] == 2
+    assert {entry["source"] for entry in report["sources"]} == {
+        "notes", "lumen", "jira", "mail", "wiki", "ops"}
     for entry in report["sources"]:
         for name in ("no_dangling_edges", "every_edge_has_evidence"):
-            assert all(c["passed"] for c in entry["checks"] if c["check"] == name), entry
+            assert report_check(entry["checks"], name)["passed"], entry
 
 
 def test_a_thread_spans_mail_files_and_is_chunked_as_an_email_document(project):
@@ -246,9 +248,8 @@ def test_cross_source_edges_run_both_ways_with_evidence(project):
     assert text.startswith("Decision: (station_id, boot_id, seq). It landed in")
     assert rows(config, "SELECT count(*) FROM chunks WHERE list_contains(?, chunk_id)",
                 [evidence]) == [(1,)]
-    [published] = [c for c in project["first"]["published"]["checks"]
-                   if c["check"] == "cross_source_edges_valid"]
-    assert published["passed"]
+    assert report_check(project["first"]["published"]["checks"],
+                        "cross_source_edges_valid")["passed"]
 
 
 def test_nothing_changed_nothing_is_read(project):

@@ -17,7 +17,7 @@ from jarvis_core.config import load_config
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
-from tests.pipeline_helpers import PROJECT_ROOT, rows
+from tests.pipeline_helpers import PROJECT_ROOT, report_check, rows
 
 pytestmark = pytest.mark.slow
 
@@ -61,11 +61,6 @@ def make_repo(path: Path) -> dict[str, str]:
 def layer(report: dict, source: str, asset: str) -> dict:
     [entry] = [s for s in report["sources"] if s["source"] == source]
     return entry["layers"][asset]
-
-
-def check(report: dict, name: str) -> dict:
-    [found] = [c for c in report["published"]["checks"] if c["check"] == name]
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -186,10 +181,12 @@ def test_cross_source_edges_carry_evidence_and_pass_the_checks(project):
     assert text.startswith("We settled the dedupe key in LUM-4")
     assert rows(config, "SELECT count(*) FROM chunks WHERE list_contains(?, chunk_id)",
                 [evidence])[0][0] == len(evidence) >= 1
-    assert check(report, "cross_source_edges_valid")["passed"]
-    for entry in report["sources"]:
+    assert report_check(report["published"]["checks"], "cross_source_edges_valid")["passed"]
+    runs = [*project["notes_only"]["sources"], *report["sources"]]  # the notes ran first
+    assert sorted(entry["source"] for entry in runs) == ["gh", "jira", "lumen", "notes"]
+    for entry in runs:
         for name in ("no_dangling_edges", "every_edge_has_evidence"):
-            assert all(c["passed"] for c in entry["checks"] if c["check"] == name), entry
+            assert report_check(entry["checks"], name)["passed"], entry
 
 
 def test_unresolved_references_are_listed_with_a_reason(project):
@@ -200,7 +197,7 @@ def test_unresolved_references_are_listed_with_a_reason(project):
     assert ("jira", "LUM-13", "unresolved") in unresolved   # LUM-10 is duplicated by it
     assert ("notes", "UTF-8", "unknown_project") in unresolved
     assert not [u for u in unresolved if u[1] == "LUM-5"]   # inside a code block
-    warning = check(report, "unresolved_ticket_references")
+    warning = report_check(report["published"]["checks"], "unresolved_ticket_references")
     assert warning["severity"] == "WARN" and not warning["passed"]
 
 

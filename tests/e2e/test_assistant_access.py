@@ -335,8 +335,17 @@ def test_oversized_bodies_get_413_and_floods_429(http_server):
     assert limited is not None and int(limited.headers["retry-after"]) >= 1
 
 
+# The README's loopback round trips (search-vault p50 11.9 ms, search-hybrid 19.3 ms,
+# list-vaults 26.5 ms) come from here; the ceiling is ten times the slowest, so a busy CI
+# machine passes while a server that, say, reopened the published version per call would not.
+HTTP_P50_CEILING_MS = 250
+TIMED_CALLS = [("list-vaults", {}), ("search-vault", {"query": "alert rules"}),
+               ("search-hybrid", {"query": "alert rules dedupe"})]
+
+
 def test_http_latency(published, http_server):
-    """Figures, not a pass mark: tool calls over HTTP on the loopback."""
+    """Tool calls over HTTP on the loopback: every timed call answers, within the token's
+    profile, and the median round trip stays under the ceiling (figures printed)."""
     url, tokens, _ = http_server
 
     async def timed():
@@ -345,22 +354,31 @@ def test_http_latency(published, http_server):
                 url, http_client=http) as streams, ClientSession(streams[0],
                                                                  streams[1]) as session:
             await session.initialize()
-            figures = {}
-            for name, arguments in [("list-vaults", {}),
-                                    ("search-vault", {"query": "alert rules"}),
-                                    ("search-hybrid", {"query": "alert rules dedupe"})]:
+            figures, answers = {}, {}
+            for name, arguments in TIMED_CALLS:
                 await session.call_tool(name, arguments)
-                times = []
+                times, answers[name] = [], []
                 for _ in range(30):
                     started = time.perf_counter()
-                    await session.call_tool(name, arguments)
+                    answers[name].append(await session.call_tool(name, arguments))
                     times.append((time.perf_counter() - started) * 1000)
                 times.sort()
                 figures[name] = (times[14], times[28])
-            return figures
+            return figures, answers
 
-    for name, (p50, p95) in anyio.run(timed).items():
+    figures, answers = anyio.run(timed)
+    for name, (p50, p95) in figures.items():
         print(f"HTTP {name}: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+    for name, results in answers.items():
+        assert len(results) == 30 and not [r for r in results if r.is_error], name
+    listed = answers["list-vaults"][-1].structured_content
+    assert sorted(s["name"] for s in listed["vaults"] + listed["other_sources"]) == sorted(
+        PROFILES["code"])
+    for name in ("search-vault", "search-hybrid"):
+        hits = answers[name][-1].structured_content["results"]
+        assert hits and {hit["vault"] for hit in hits} <= set(PROFILES["code"]), name
+    assert {name: p50 for name, (p50, _) in figures.items()
+            if p50 > HTTP_P50_CEILING_MS} == {}
 
 
 def test_token_and_serve_commands(published):

@@ -11,8 +11,15 @@ import pytest
 from click.testing import CliRunner
 
 from jarvis_cli.main import cli
-from tests.pipeline_helpers import PROJECT_ROOT, copy_data, write_config
+from tests.pipeline_helpers import PROJECT_ROOT, copy_data, report_check, write_config
 from tests.query_helpers import heavy, jarvis_modules, light_copy
+
+VAULT_CHECKS = (("raw_notes", "source_reachable"), ("raw_notes", "failed_file_ratio"),
+                ("chunks", "every_document_has_chunks"), ("chunks", "chunks_within_token_limit"),
+                ("keyword_index", "keyword_index_matches_chunks"),
+                ("knowledge_graph", "no_dangling_edges"),
+                ("knowledge_graph", "every_edge_has_evidence"),
+                ("embeddings", "vectors_match_chunks"))
 
 
 def invoke(*args: str):
@@ -28,6 +35,9 @@ def test_refresh_then_status_as_json(sample_config):
     assert report["ok"] and source["source"] == "sample"
     assert source["layers"]["raw_notes"]["new"] == 53
     assert source["layers"]["chunks"]["rows"] > 53
+    # every layer of a vault ran its checks, and each passed
+    for asset, name in VAULT_CHECKS:
+        assert report_check(source["checks"], name, asset)["passed"], (asset, name)
     assert all(check["passed"] for check in source["checks"])
     # a vault's layers and checks only: no other kind's raw layer
     assert set(source["layers"]) == {"raw_notes", "chunks", "keyword_index", "embeddings",

@@ -69,7 +69,7 @@ def test_context_block_fits_the_token_budget(kb, pack, published_sample):
 def test_graph_found_neighbours_join_the_pack(kb):
     found = kb.search_graphrag("poached eggs recipe", limit=10, depth=1)
     assert found["sources"][0]["path"] == "Personal/Recipes/Shakshuka.md"
-    assert {s["found_by"] for s in found["sources"]} <= {"search", "graph"}
+    assert {s["found_by"] for s in found["sources"]} == {"search", "graph"}
     for source in found["sources"]:
         if source["found_by"] == "graph":
             assert source["components"]["semantic"] == 0 and source["components"]["graph"] > 0

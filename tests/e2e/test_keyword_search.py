@@ -3,7 +3,6 @@ previews, published copies, writer lock), the keyword_index asset and its check,
 search_vault end to end on the sample vault."""
 
 import threading
-import time
 from datetime import datetime
 
 import dagster as dg
@@ -118,6 +117,26 @@ def test_names_match_titles_and_paths(published):
     assert searcher.search_names("duplicate", sources=["nope"]) == []
 
 
+class WatchedIndex:
+    """A Tantivy index whose writer requests are watched: ``refused`` is set once one is
+    refused because another writer holds the lock (the moment a writer starts to wait)."""
+
+    def __init__(self, index) -> None:
+        self._index = index
+        self.refused = threading.Event()
+
+    def writer(self, *args):
+        try:
+            return self._index.writer(*args)
+        except ValueError as exc:
+            if "LockBusy" in str(exc):
+                self.refused.set()
+            raise
+
+    def __getattr__(self, name: str):
+        return getattr(self._index, name)
+
+
 def test_published_copy_is_immutable_and_writers_take_turns(published):
     root, _ = published
     searcher = KeywordSearcher(root / "copy")
@@ -128,12 +147,13 @@ def test_published_copy_is_immutable_and_writers_take_turns(published):
     order = []
     first = KeywordIndex(root / "work", busy_timeout=10)
     second = KeywordIndex(root / "work", busy_timeout=10)
+    second._chunks = watched = WatchedIndex(second._chunks)
     with first._writers():
         waiting = threading.Thread(target=lambda: order.append(
             second.sync_source("v", frame(*CORPUS)).new))
         waiting.start()
-        time.sleep(0.5)
-        order.append("first released")
+        assert watched.refused.wait(20), "the second writer was never refused the lock"
+        order.append("first released")  # the second writes only once this block ends
     waiting.join(timeout=20)
     assert order == ["first released", 3]
     with KeywordIndex(root / "work", busy_timeout=0.3) as third, third._writers():

@@ -125,7 +125,7 @@ def test_relative_markdown_links_resolve_from_the_folder_then_the_root(sample):
     }
     for edge in sample.edges(extractor="markdown_link"):
         assert "%20" in edge.evidence_text
-        assert all("%20" in sample.chunk_text[chunk_id] for chunk_id in edge.evidence)
+        assert edge.evidence and all("%20" in sample.chunk_text[c] for c in edge.evidence)
 
 
 def test_urls_become_canonical_link_nodes(sample):
@@ -202,7 +202,7 @@ def test_typed_relations_are_the_eight_documented_and_none_from_code(sample):
     assert len(sample.edges(extractor="typed_relation")) == 10  # one per (note, occurrence)
     [inline] = [e for e in sample.edges(relation="OWNED_BY") if e.src == path["Alerting"]]
     assert inline.evidence_text == "this|OWNED_BY|[[Maya Chen]]"
-    assert all("OWNED_BY" in sample.chunk_text[chunk_id] for chunk_id in inline.evidence)
+    assert inline.evidence and all("OWNED_BY" in sample.chunk_text[c] for c in inline.evidence)
 
 
 def test_text_inside_code_produces_nothing(sample):

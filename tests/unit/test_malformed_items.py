@@ -136,7 +136,11 @@ def test_only_the_parsing_threads_own_cpu_time_counts():
     busy.start()
     try:
         with cpu_time_limit(0.05, "idle.md"):
-            time.sleep(0.3)  # the other thread burns CPU meanwhile, this one almost none
+            # this thread idles until the other has burnt four times the budget
+            burnt, deadline = time.process_time(), time.monotonic() + 60
+            while time.process_time() - burnt < 0.2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert time.process_time() - burnt >= 0.2, "the busy thread never ran"
     finally:
         stop.set()
         busy.join()
