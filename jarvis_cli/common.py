@@ -122,9 +122,12 @@ def answering() -> Iterator[None]:
 
 
 def emit(data: dict, as_json: bool, render: Callable[[dict], None]) -> None:
-    """``data`` as JSON, or shown by ``render`` (which prints)."""
+    """``data`` as JSON (search hits as their JSON, jarvis_query/results.py), or shown by
+    ``render`` (which prints)."""
     if as_json:
-        click.echo(json.dumps(data, indent=2, default=str))
+        from jarvis_query.results import jsonable
+
+        click.echo(json.dumps(jsonable(data), indent=2, default=str))
     else:
         render(data)
 

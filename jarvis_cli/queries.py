@@ -60,10 +60,9 @@ def search(obj: CliContext, query: str, vault: str | None, limit: int,
            similarity_threshold: float | None, as_json: bool) -> None:
     """Semantic search: the chunks nearest in meaning to QUERY."""
     with answering():
-        results = obj.knowledge_base().search_semantic(
+        hits = obj.knowledge_base().search_semantic(
             query, limit=limit, vault=vault, similarity_threshold=similarity_threshold)
-    emit_text({"query": query, "results": [r.as_dict() for r in results],
-               "embeddings": results.embeddings}, as_json, render_results)
+    emit_text(hits.answer(query), as_json, render_results)
 
 
 @click.command()
@@ -126,10 +125,10 @@ def keyword(obj: CliContext, query: str, search_content: bool, vault: str | None
     """Keyword search (BM25): notes whose name or path matches QUERY, or with --content the
     chunks whose text does."""
     with answering():
-        results = obj.knowledge_base().search_vault(query, search_content=search_content,
-                                                    limit=limit, vault=vault,
-                                                    source_types=list(source_types) or None)
-    emit_text({"query": query, "results": results}, as_json, render_results)
+        hits = obj.knowledge_base().search_vault(query, search_content=search_content,
+                                                 limit=limit, vault=vault,
+                                                 source_types=list(source_types) or None)
+    emit_text(hits.answer(query), as_json, render_results)
 
 
 @click.command()
@@ -151,12 +150,11 @@ def hybrid(obj: CliContext, query: str, vault: str | None, limit: int, alpha: fl
            modified_before: str | None, as_json: bool) -> None:
     """Hybrid search: keyword (BM25) and semantic results for QUERY, fused."""
     with answering():
-        results = obj.knowledge_base().search_hybrid(
+        hits = obj.knowledge_base().search_hybrid(
             query, limit=limit, vault=vault, alpha=alpha, source_types=list(source_types) or None,
             tags=list(tags) or None, modified_after=modified_after,
             modified_before=modified_before)
-    emit_text({"query": query, "results": list(results), "embeddings": results.embeddings},
-              as_json, render_results)
+    emit_text(hits.answer(query), as_json, render_results)
 
 
 @click.command()

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Mapping
 
 from jarvis_core.audit import AuditEntry, AuditLog
+from jarvis_query.results import jsonable
 
 # KnowledgeBase method -> the tool name the log uses (the MCP tool of the same query)
 QUERY_TOOLS = {"search_semantic": "search-semantic", "search_vault": "search-vault",
@@ -49,15 +50,6 @@ def documents_of(data: object) -> list[str]:
     return list(dict.fromkeys(name for name in found if name))
 
 
-def _plain(value: object) -> object:
-    """An answer as JSON-ready data (search results are lists of dataclasses)."""
-    if hasattr(value, "as_dict"):
-        return value.as_dict()
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return value
-
-
 class AuditedKnowledgeBase:
     """A KnowledgeBase whose queries are recorded in the access log, for the CLI: the client
     is ``cli``, the profile ``all`` (a person at their own terminal sees every source)."""
@@ -88,7 +80,7 @@ class AuditedKnowledgeBase:
                 entry.outcome, entry.error = "error", f"{type(exc).__name__}: {exc}"
                 raise
             else:
-                entry.documents = documents_of(_plain(answer))
+                entry.documents = documents_of(jsonable(answer))
             finally:
                 entry.duration_ms = (time.perf_counter() - started) * 1000
                 self._audit.record(entry)

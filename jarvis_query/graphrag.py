@@ -67,15 +67,15 @@ class GraphRAG:
         evidence; the subgraph linking them; a context block within ``max_tokens``. The
         search hits match ``filters``; so do the notes the graph adds (their source, and
         "note" among the source types when those are given)."""
-        fused = self.search.retrieve(snapshot, query, HIT_CHUNKS, filters)
-        chunks = _chunk_rows(snapshot, [chunk_id for chunk_id, _ in fused])
+        hits = self.search.retrieve(snapshot, query, HIT_CHUNKS, filters)
+        chunks = _chunk_rows(snapshot, [hit.chunk_id for hit in hits])
         best_scores: dict[str, float] = {}
         matched: dict[str, list[str]] = defaultdict(list)
-        for chunk_id, score in fused:
-            row = chunks.get(chunk_id)
+        for hit in hits:
+            row = chunks.get(hit.chunk_id)
             if row is not None:
-                best_scores.setdefault(row["doc_key"], score)
-                matched[row["doc_key"]].append(chunk_id)
+                best_scores.setdefault(row["doc_key"], hit.score)
+                matched[row["doc_key"]].append(hit.chunk_id)
         relevance = min_max(list(best_scores.items()))
         seeds = list(relevance)[:limit]
         try:

@@ -28,7 +28,7 @@ from jarvis_query import reading
 from jarvis_query.context import NoSnapshot, VaultContexts
 from jarvis_query.graphrag import DEFAULT_MAX_TOKENS, GraphRAG
 from jarvis_query.lookup import find_document
-from jarvis_query.results import SearchResults, chunk_results, openings, snippet
+from jarvis_query.results import Hit, Hits, published
 from jarvis_query.retrievers.dense import DenseRetriever
 from jarvis_query.retrievers.graph import GraphRetriever
 from jarvis_query.retrievers.hybrid import HybridRetriever
@@ -113,85 +113,62 @@ class KnowledgeBase:
         return work(self.snapshots.current())
 
     def search_semantic(self, query: str, limit: int = 10, vault: str | None = None,
-                        similarity_threshold: float | None = None) -> SearchResults:
+                        similarity_threshold: float | None = None) -> Hits:
         """Chunks nearest in meaning to ``query``, best first; ``vault`` may name any
-        configured source. While the version's embeddings are incomplete: keyword results."""
+        configured source. While the version's embeddings are incomplete: keyword hits."""
         check_search(self.config, query, limit, vault)
         check_similarity_threshold(similarity_threshold)
         filters = VectorFilter(sources=[vault]) if vault else None
 
-        def search(snapshot: Snapshot) -> SearchResults:
+        def search(snapshot: Snapshot) -> Hits:
             if not snapshot.embeddings["complete"]:
-                scored = self.keyword.retrieve(snapshot, query, limit, filters)
+                hits = self.keyword.retrieve(snapshot, query, limit, filters)
             else:
-                scored = self.dense.retrieve(snapshot, query, limit, filters,
-                                             score_threshold=similarity_threshold)
-            return SearchResults(chunk_results(snapshot, scored), snapshot.embeddings)
+                hits = self.dense.retrieve(snapshot, query, limit, filters,
+                                           score_threshold=similarity_threshold)
+            return Hits(published(snapshot, hits), snapshot.embeddings)
 
         return self._read(search)
 
     def search_vault(self, query: str, search_content: bool = False, limit: int = 10,
                      vault: str | None = None, source_types: list[str] | None = None
-                     ) -> list[dict]:
+                     ) -> Hits:
         """Keyword search (BM25). Without ``search_content``: documents whose title or path
         matches (``match`` "name", the snippet is the document's opening). With it: chunks
         whose text matches (``match`` "content", the matched words in **bold**)."""
         check_search(self.config, query, limit, vault)
         filters = search_filter(vault, source_types)
-        return self._read(lambda snapshot: self._keyword(snapshot, query, search_content,
-                                                         limit, filters))
+        return self._read(lambda snapshot: Hits(published(snapshot, self._keyword(
+            snapshot, query, search_content, limit, filters))))
 
     def _keyword(self, snapshot: Snapshot, query: str, search_content: bool, limit: int,
-                 filters: VectorFilter | None) -> list[dict]:
+                 filters: VectorFilter | None) -> list[Hit]:
         if search_content:
-            hits = self.keyword.with_previews(snapshot, query, limit, filters)
-            previews = {hit.chunk_id: hit.snippet for hit in hits}
-            return [{**result.as_dict(), "snippet": previews[result.chunk_id] or result.snippet,
-                     "match": "content"}
-                    for result in chunk_results(snapshot, [(h.chunk_id, h.score) for h in hits])]
+            return self.keyword.content(snapshot, query, limit, filters)
         types = filters.source_types if filters else None
         names = self.keyword.names(snapshot, query, NAME_CANDIDATES if types else limit,
                                    filters.sources if filters else None)
-        names = [name for name in names if types is None or name.source_type in types][:limit]
-        first_chunks = openings(snapshot, [name.doc_key for name in names])
-        results = []
-        for name in names:
-            chunk_id, text = first_chunks.get(name.doc_key, ("", ""))
-            results.append({"path": name.path, "vault": name.source, "heading": "",
-                            "score": round(name.score, 4), "snippet": snippet(text),
-                            "title": name.title, "chunk_id": chunk_id,
-                            "source_type": name.source_type, "match": "name"})
-        return results
+        return [name for name in names if types is None or name.source_type in types][:limit]
 
     def search_hybrid(self, query: str, limit: int = 10, vault: str | None = None,
                       alpha: float | None = None, source_types: list[str] | None = None,
                       tags: list[str] | None = None, modified_after: str | None = None,
-                      modified_before: str | None = None) -> SearchResults:
-        """Keyword and semantic results fused: RRF, or ``alpha`` (0 keyword .. 1 vector),
-        with the filters on both legs; each result says its rank and score in either leg
-        (None where that leg did not find it). While the version's embeddings are
-        incomplete, the keyword leg alone."""
+                      modified_before: str | None = None) -> Hits:
+        """Keyword and semantic hits fused: RRF, or ``alpha`` (0 keyword .. 1 vector), with
+        the filters on both legs; each hit says its rank and score in either leg (None where
+        that leg did not find it). While the version's embeddings are incomplete, the
+        keyword leg alone."""
         check_search(self.config, query, limit, vault)
         check_alpha(alpha)
         filters = search_filter(vault, source_types, tags, modified_after, modified_before)
-
-        def search(snapshot: Snapshot) -> SearchResults:
-            hits = self.hybrid.hits(snapshot, query, filters, alpha)
-            fusion = ("keyword only" if not snapshot.embeddings["complete"]
-                      else "rrf" if alpha is None else f"alpha={alpha}")
-            return SearchResults(
-                [{**result.as_dict(), "fusion": fusion,
-                  **_leg("keyword", hits.keyword.get(result.chunk_id)),
-                  **_leg("semantic", hits.semantic.get(result.chunk_id))}
-                 for result in chunk_results(snapshot, hits.fused[:limit])],
-                snapshot.embeddings)
-
-        return self._read(search)
+        return self._read(lambda snapshot: Hits(
+            published(snapshot, self.hybrid.retrieve(snapshot, query, limit, filters, alpha)),
+            snapshot.embeddings))
 
     def search_graph(self, query_note_path: str, depth: int = 1) -> dict:
         """The neighbourhood of a note (or of a ticket by key, a commit by hash, a thread or
         a page by key): connected notes with tags, relationships by type, counts. When the
-        graph cannot be searched, says why and falls back to semantic search."""
+        graph cannot be searched, says why and falls back to semantic search (hits)."""
         require_text(query_note_path, "query_note_path", MAX_PATH_CHARS)
         check_depth(depth)
         snapshot = self.snapshots.current()
@@ -203,8 +180,7 @@ class KnowledgeBase:
             fallback = self.search_semantic(title, vault=vault)
             return {"available": False,
                     "message": f"Graph search is currently unavailable: {exc}",
-                    "fallback": [r.as_dict() for r in fallback],
-                    "embeddings": fallback.embeddings}
+                    "fallback": fallback, "embeddings": fallback.embeddings}
         return {"available": True, "vault": vault, "path": path, **result}
 
     def search_graphrag(self, query: str, limit: int = 10, vault: str | None = None,
@@ -248,8 +224,3 @@ class KnowledgeBase:
         except serving.NotPublished:  # none, or none readable: the configuration still lists
             return list_sources(self.config, None)
 
-
-def _leg(name: str, found: tuple[int, float] | None) -> dict:
-    rank, score = found or (None, None)
-    return {f"{name}_rank": rank,
-            f"{name}_score": None if score is None else round(float(score), 4)}

@@ -6,15 +6,18 @@ validates against ``Model`` (the SDK derives the schema from it). Required field
 every answer of the tool carries; nested figures that vary by source (analytics, frontmatter,
 node properties) are open objects; every object admits fields added later. Error results
 (``isError``) carry ``{"error": {"type", "message"}}`` instead, as clients validate only
-successful results against ``outputSchema``.
+successful results against ``outputSchema``. A search hit's model derives from the query
+side's one hit type (``Hit``, jarvis_query/results.py).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, get_type_hints
 
 from mcp.types import CallToolResult
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model
+
+from jarvis_query.results import OPTIONAL, SHOWN, Hit
 
 
 class _Open(BaseModel):
@@ -33,21 +36,16 @@ class Embeddings(_Open):
     message: str | None = None
 
 
-class SearchHit(_Open):
-    path: str
-    vault: str
-    heading: str
-    score: float
-    snippet: str
-    title: str
-    chunk_id: str
-    source_type: str
-    match: str | None = None
-    fusion: str | None = None
-    keyword_rank: int | None = None
-    keyword_score: float | None = None
-    semantic_rank: int | None = None
-    semantic_score: float | None = None
+def _hit_model() -> type[_Open]:
+    """The JSON of a search hit (``Hit.as_dict``) as a model: every hit's fields required,
+    a keyword hit's ``match`` and a fused hit's legs optional, typed as ``Hit`` types them."""
+    types = get_type_hints(Hit)
+    return create_model("SearchHit", __base__=_Open,
+                        **{name: (types[name], ...) for name in SHOWN},
+                        **{name: (types[name], None) for name in OPTIONAL})
+
+
+SearchHit = _hit_model()
 
 
 class SearchOutput(_Envelope):

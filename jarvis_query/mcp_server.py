@@ -37,6 +37,7 @@ from jarvis_query.render import (
     render_vault_context,
     render_vaults,
 )
+from jarvis_query.results import jsonable
 from jarvis_query.validation import QueryError, shown, too_long
 
 SCHEMA_VERSION = "v1"
@@ -57,8 +58,9 @@ def error_result(message: str, kind: str) -> CallToolResult:
 
 
 def answer(compute: Callable[[], dict], render: Callable[[dict], str]) -> CallToolResult:
-    """Run one tool body: its dict as structured content and ``render``'s text, or the error
-    an assistant can act on (bad argument, nothing published yet, refused path)."""
+    """Run one tool body: ``render``'s text of its answer and the answer's JSON (its hits as
+    ``Hit.as_dict``) as structured content, or the error an assistant can act on (bad
+    argument, nothing published yet, refused path)."""
     try:
         data = compute()
     except NoteAccessError as exc:
@@ -73,9 +75,8 @@ def answer(compute: Callable[[], dict], render: Callable[[dict], str]) -> CallTo
         log.exception("correlation_id=%s failed", _correlation_id.get())
         return error_result(f"Error: {type(exc).__name__}: {shown(str(exc))} (correlation_id "
                             f"{_correlation_id.get()}, details in the server log)", "internal")
-    structured = _envelope(data)
-    return CallToolResult(content=[TextContent(type="text", text=render(structured))],
-                          structured_content=structured)
+    return CallToolResult(content=[TextContent(type="text", text=render(data))],
+                          structured_content=_envelope(jsonable(data)))
 
 
 # --- the server -------------------------------------------------------------------------
@@ -138,13 +139,9 @@ def build_server(kb: KnowledgeBase, server: JarvisMCPServer | None = None) -> Ja
     def search_semantic(query: arg.Query, limit: arg.Limit = 10, vault: arg.Vault = None,
                         similarity_threshold: arg.SimilarityThreshold = None
                         ) -> out.SearchAnswer:
-        def compute() -> dict:
-            results = kb.search_semantic(query, limit=limit, vault=vault,
-                                         similarity_threshold=similarity_threshold)
-            return {"query": query, "results": [r.as_dict() for r in results],
-                    "embeddings": results.embeddings}
-
-        return answer(compute, render_results)
+        return answer(lambda: kb.search_semantic(
+            query, limit=limit, vault=vault,
+            similarity_threshold=similarity_threshold).answer(query), render_results)
 
     @tool("search-vault", "Keyword search (BM25) over note names, titles and paths; with "
                           "search_content, over the text instead, with the matched words "
@@ -152,9 +149,9 @@ def build_server(kb: KnowledgeBase, server: JarvisMCPServer | None = None) -> Ja
     def search_vault(query: arg.Query, search_content: arg.SearchContent = False,
                      limit: arg.Limit = 10, vault: arg.Vault = None,
                      source_types: arg.SourceTypes = None) -> out.SearchAnswer:
-        return answer(lambda: {"query": query, "results": kb.search_vault(
+        return answer(lambda: kb.search_vault(
             query, search_content=search_content, limit=limit, vault=vault,
-            source_types=source_types)}, render_results)
+            source_types=source_types).answer(query), render_results)
 
     @tool("search-hybrid", "Keyword and semantic search fused (reciprocal rank fusion, or "
                            "weighted by alpha), with filters on source type, tags and dates.")
@@ -162,14 +159,10 @@ def build_server(kb: KnowledgeBase, server: JarvisMCPServer | None = None) -> Ja
                       alpha: arg.Alpha = None, source_types: arg.SourceTypes = None,
                       tags: arg.Tags = None, modified_after: arg.ModifiedAfter = None,
                       modified_before: arg.ModifiedBefore = None) -> out.SearchAnswer:
-        def compute() -> dict:
-            results = kb.search_hybrid(query, limit=limit, vault=vault, alpha=alpha,
-                                       source_types=source_types, tags=tags,
-                                       modified_after=modified_after,
-                                       modified_before=modified_before)
-            return {"query": query, "results": list(results), "embeddings": results.embeddings}
-
-        return answer(compute, render_results)
+        return answer(lambda: kb.search_hybrid(
+            query, limit=limit, vault=vault, alpha=alpha, source_types=source_types, tags=tags,
+            modified_after=modified_after, modified_before=modified_before).answer(query),
+            render_results)
 
     @tool("search-graph", "The knowledge graph around a note: connected notes with tags and "
                           "distance, relationships by type with their evidence, counts.")

@@ -1,10 +1,15 @@
 """Readable text for every answer of the query API, the same in the terminal (`jarvis …`) and
-in the MCP tools' text content. Each function takes the answer's JSON-ready dict."""
+in the MCP tools' text content. Each function takes the answer's dict, whose search hits are
+``Hit``s (jarvis_query/results.py)."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jarvis_query.results import Hit
 
 from jarvis_core.sources import registry
 
@@ -22,9 +27,7 @@ def table(rows: list[dict], columns: list[str], indent: str = "") -> str:
 
 def render_json(data: dict) -> str:
     """For answers whose structure is their content."""
-    return json.dumps({k: v for k, v in data.items()
-                       if k not in ("schema_version", "correlation_id")},
-                      indent=1, ensure_ascii=False, default=str)
+    return json.dumps(data, indent=1, ensure_ascii=False, default=str)
 
 
 def _embeddings_lines(data: dict) -> list[str]:
@@ -33,18 +36,17 @@ def _embeddings_lines(data: dict) -> list[str]:
     return [f"note: {embeddings['message']}"] if embeddings and embeddings["message"] else []
 
 
-def _hit_lines(results: list[dict]) -> list[str]:
+def _hit_lines(hits: list[Hit]) -> list[str]:
     lines = []
-    for rank, hit in enumerate(results, 1):
-        heading = f" › {hit['heading']}" if hit.get("heading") else ""
+    for rank, hit in enumerate(hits, 1):
+        heading = f" › {hit.heading}" if hit.heading else ""
         legs = ""
-        if "keyword_rank" in hit:
-            legs = "  (keyword #{}, semantic #{})".format(hit["keyword_rank"] or "–",
-                                                          hit["semantic_rank"] or "–")
-        lines.append(f"{rank:>2}. {hit['score']:.4f}  {hit['vault']}/{hit['path']}"
-                     f"{heading}{legs}")
-        if hit.get("snippet"):
-            lines.append(f"    {hit['snippet']}")
+        if hit.fused:
+            legs = (f"  (keyword #{hit.keyword_rank or '–'}, "
+                    f"semantic #{hit.semantic_rank or '–'})")
+        lines.append(f"{rank:>2}. {hit.score:.4f}  {hit.vault}/{hit.path}{heading}{legs}")
+        if hit.snippet:
+            lines.append(f"    {hit.snippet}")
     return lines
 
 

@@ -1,37 +1,101 @@
-"""Scored chunk ids joined with the published chunk rows: what every search answers with."""
+"""The one search hit of the query side, from retriever to renderer (as LlamaIndex's
+NodeWithScore is): a retriever makes it with what it knows, ``published`` fills in the rest
+from the published chunk rows, the CLI and the MCP tools render it, and its JSON
+(``Hit.as_dict``) is the MCP tools' search hit, whose schema derives from its fields
+(jarvis_query/mcp_schemas.py)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from jarvis_query.snapshot import Snapshot
+if TYPE_CHECKING:
+    from jarvis_query.snapshot import Snapshot
 
 SNIPPET_CHARS = 300
+SCORE_DIGITS = 4
+# The fields of every hit's JSON, in order; then a keyword hit's ``match`` and a fused hit's
+# legs, present only on hits of those searches.
+SHOWN = ("path", "vault", "heading", "score", "snippet", "title", "chunk_id", "source_type")
+FUSED = ("fusion", "keyword_rank", "keyword_score", "semantic_rank", "semantic_score")
+OPTIONAL = ("match", *FUSED)
 
 
-@dataclass(frozen=True)
-class SearchResult:
-    path: str
-    vault: str
-    heading: str
+@dataclass(frozen=True, kw_only=True)
+class Hit:
+    """A chunk, or a document (a name search's), that a search found.
+
+    Retrievers set the score and what they know: the chunk id (dense, keyword), the preview
+    with the matched words in bold (keyword content search), the document (name search), each
+    leg's rank and score (hybrid search: None where that leg did not find it). ``published``
+    sets where the chunk is (path, vault, heading, title, source type) and its snippet."""
+
+    path: str = ""
+    vault: str = ""
+    heading: str = ""
     score: float
-    snippet: str
-    title: str
-    chunk_id: str
-    source_type: str
+    snippet: str = ""
+    title: str = ""
+    chunk_id: str = ""
+    source_type: str = ""
+    match: str | None = None            # keyword search: "name" or "content"
+    fusion: str | None = None           # hybrid search: "rrf", "alpha=…" or "keyword only"
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+    semantic_rank: int | None = None
+    semantic_score: float | None = None
+    doc_key: str = ""                   # a name search's document (its opening is shown)
+
+    @property
+    def fused(self) -> bool:
+        return self.fusion is not None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The hit's JSON: the SHOWN fields with scores to four decimals, then ``match`` on a
+        keyword hit and the legs on a fused one."""
+        shown = {name: getattr(self, name) for name in SHOWN}
+        shown["score"] = _rounded(self.score)
+        if self.match is not None:
+            shown["match"] = self.match
+        if self.fused:
+            shown.update(fusion=self.fusion,
+                         keyword_rank=self.keyword_rank,
+                         keyword_score=_rounded(self.keyword_score),
+                         semantic_rank=self.semantic_rank,
+                         semantic_score=_rounded(self.semantic_score))
+        return shown
 
 
-class SearchResults(list):
-    """Search results, best first, with how far the embeddings of the version that answered
-    were (``embeddings``: complete, done, total, message; see Snapshot.embeddings): a list,
-    so callers that only want the results iterate it as before."""
+def _rounded(score: float | None) -> float | None:
+    return None if score is None else round(float(score), SCORE_DIGITS)
 
-    def __init__(self, results: list, embeddings: dict) -> None:
-        super().__init__(results)
+
+class Hits(list):
+    """A search's hits, best first, with how far the embeddings of the version that answered
+    were (``embeddings``: complete, done, total, message; see Snapshot.embeddings; None for
+    keyword search, which does not need them)."""
+
+    def __init__(self, hits: list[Hit], embeddings: dict | None = None) -> None:
+        super().__init__(hits)
         self.embeddings = embeddings
+
+    def answer(self, query: str) -> dict:
+        """The search's answer as the CLI and the MCP tools give it."""
+        answer = {"query": query, "results": self}
+        if self.embeddings is not None:
+            answer["embeddings"] = self.embeddings
+        return answer
+
+
+def jsonable(answer: object) -> object:
+    """An answer with every hit in it as its JSON (``Hit.as_dict``)."""
+    if isinstance(answer, Hit):
+        return answer.as_dict()
+    if isinstance(answer, dict):
+        return {key: jsonable(value) for key, value in answer.items()}
+    if isinstance(answer, list):
+        return [jsonable(value) for value in answer]
+    return answer
 
 
 def sql_strings(values: list[str]) -> str:
@@ -50,28 +114,41 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return flat[:limit].rsplit(" ", 1)[0] + " …"
 
 
-def chunk_results(snapshot: Snapshot, scored: list[tuple[str, float]]) -> list[SearchResult]:
-    """Join scored chunk ids with the snapshot's chunk rows, keeping the given order."""
-    if not scored:
-        return []
+def published(snapshot: Snapshot, hits: list[Hit]) -> list[Hit]:
+    """``hits`` in their order with what the snapshot's chunk rows say of them: a chunk hit
+    its place, heading, title and source type, and the chunk's start as snippet unless it
+    has a preview; a document hit (no chunk id) its opening chunk. A chunk hit without a row
+    (a vector newer than the published tables, server mode only) is left out."""
+    rows = _chunk_rows(snapshot, [hit.chunk_id for hit in hits if hit.chunk_id])
+    first_chunks = _openings(snapshot, [hit.doc_key for hit in hits if not hit.chunk_id])
+    joined = []
+    for hit in hits:
+        if not hit.chunk_id:
+            chunk_id, text = first_chunks.get(hit.doc_key, ("", ""))
+            joined.append(replace(hit, chunk_id=chunk_id, snippet=snippet(text)))
+            continue
+        row = rows.get(hit.chunk_id)
+        if row is None:
+            continue
+        path, source, heading_path, text, title, source_type = row
+        joined.append(replace(hit, path=path, vault=source,
+                              heading=heading_path[-1] if heading_path else "",
+                              snippet=hit.snippet or snippet(text), title=title,
+                              source_type=source_type))
+    return joined
+
+
+def _chunk_rows(snapshot: Snapshot, chunk_ids: list[str]) -> dict[str, tuple]:
+    """chunk id -> (path, source, heading path, text, title, source type)."""
+    if not chunk_ids:
+        return {}
     rows = snapshot.cursor().execute(
         "SELECT chunk_id, path, source, heading_path, text, title, source_type FROM chunks "
-        f"WHERE chunk_id IN ({sql_strings([chunk_id for chunk_id, _ in scored])})").fetchall()
-    by_id = {row[0]: row for row in rows}
-    results = []
-    for chunk_id, score in scored:
-        row = by_id.get(chunk_id)
-        if row is None:  # a vector newer than the published tables (server mode only)
-            continue
-        _, path, source, heading_path, text, title, source_type = row
-        results.append(SearchResult(
-            path=path, vault=source, heading=heading_path[-1] if heading_path else "",
-            score=round(float(score), 4), snippet=snippet(text), title=title,
-            chunk_id=chunk_id, source_type=source_type))
-    return results
+        f"WHERE chunk_id IN ({sql_strings(chunk_ids)})").fetchall()
+    return {row[0]: row[1:] for row in rows}
 
 
-def openings(snapshot: Snapshot, doc_keys: list[str]) -> dict[str, tuple[str, str]]:
+def _openings(snapshot: Snapshot, doc_keys: list[str]) -> dict[str, tuple[str, str]]:
     """doc key -> (chunk id, text) of each document's first chunk."""
     if not doc_keys:
         return {}

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from jarvis_core.config import JarvisConfig
 from jarvis_core.stores.serving import PublishedVersion
 from jarvis_core.stores.vectors.filters import VectorFilter
-from jarvis_query.retrievers.base import ScoredChunks
+from jarvis_query.results import Hit
 from jarvis_query.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -67,11 +67,11 @@ class DenseRetriever:
 
     def retrieve(self, snapshot: Snapshot, query: str, limit: int,
                  filters: VectorFilter | None = None,
-                 score_threshold: float | None = None) -> ScoredChunks:
+                 score_threshold: float | None = None) -> list[Hit]:
         self._load_beside_vectors(snapshot)
-        hits = snapshot.vectors.search(self.encode(snapshot, query), limit=limit,
-                                       filters=filters, score_threshold=score_threshold)
-        return [(hit.chunk_id, hit.score) for hit in hits]
+        found = snapshot.vectors.search(self.encode(snapshot, query), limit=limit,
+                                        filters=filters, score_threshold=score_threshold)
+        return [Hit(chunk_id=hit.chunk_id, score=hit.score) for hit in found]
 
     def _load_beside_vectors(self, snapshot: Snapshot) -> None:
         """A cold process loads the encoder on a thread while this one opens the vectors, so

@@ -4,23 +4,14 @@ embeddings are still being made (published early) has the keyword leg alone."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.fusion import fuse
-from jarvis_query.retrievers.base import Retriever, ScoredChunks
+from jarvis_query.results import Hit
+from jarvis_query.retrievers.base import Retriever
 from jarvis_query.snapshot import Snapshot
 
 CANDIDATES = 100  # chunks fetched from each leg before fusing
-
-
-@dataclass(frozen=True)
-class HybridHits:
-    """Fused chunk ids with each leg's rank and score (absent: not found by that leg)."""
-
-    fused: ScoredChunks
-    keyword: dict[str, tuple[int, float]]
-    semantic: dict[str, tuple[int, float]]
+_NOT_FOUND = (None, None)
 
 
 class HybridRetriever:
@@ -28,18 +19,33 @@ class HybridRetriever:
         self.keyword = keyword
         self.dense = dense
 
-    def hits(self, snapshot: Snapshot, query: str, filters: VectorFilter | None = None,
-             alpha: float | None = None, candidates: int = CANDIDATES) -> HybridHits:
-        """Both legs over ``candidates`` chunks each, fused (all of them, best first)."""
+    def retrieve(self, snapshot: Snapshot, query: str, limit: int,
+                 filters: VectorFilter | None = None, alpha: float | None = None,
+                 candidates: int = CANDIDATES) -> list[Hit]:
+        """The best ``limit`` of both legs' ``candidates`` chunks fused, each hit with how
+        they were fused and its rank and score in either leg."""
         keyword = self.keyword.retrieve(snapshot, query, candidates, filters)
         if snapshot.embeddings["complete"]:
             dense = self.dense.retrieve(snapshot, query, candidates, filters)
-        else:
-            dense, alpha = [], None  # a weight on an empty leg would only flatten the scores
-        return HybridHits(fuse(keyword, dense, alpha),
-                          {c: (rank, s) for rank, (c, s) in enumerate(keyword, 1)},
-                          {c: (rank, s) for rank, (c, s) in enumerate(dense, 1)})
+            fusion = "rrf" if alpha is None else f"alpha={alpha}"
+        else:  # a weight on an empty leg would only flatten the scores
+            dense, alpha, fusion = [], None, "keyword only"
+        keyword_legs = _legs(keyword)
+        semantic_legs = _legs(dense)
+        hits = []
+        for chunk_id, score in fuse(_scored(keyword), _scored(dense), alpha)[:limit]:
+            keyword_rank, keyword_score = keyword_legs.get(chunk_id, _NOT_FOUND)
+            semantic_rank, semantic_score = semantic_legs.get(chunk_id, _NOT_FOUND)
+            hits.append(Hit(chunk_id=chunk_id, score=score, fusion=fusion,
+                            keyword_rank=keyword_rank, keyword_score=keyword_score,
+                            semantic_rank=semantic_rank, semantic_score=semantic_score))
+        return hits
 
-    def retrieve(self, snapshot: Snapshot, query: str, limit: int,
-                 filters: VectorFilter | None = None) -> ScoredChunks:
-        return self.hits(snapshot, query, filters).fused[:limit]
+
+def _scored(leg: list[Hit]) -> list[tuple[str, float]]:
+    return [(hit.chunk_id, hit.score) for hit in leg]
+
+
+def _legs(leg: list[Hit]) -> dict[str, tuple[int, float]]:
+    """chunk id -> (rank from 1, score) in one leg."""
+    return {hit.chunk_id: (rank, hit.score) for rank, hit in enumerate(leg, 1)}

@@ -1,5 +1,5 @@
 """Keyword retrieval (BM25) from the Tantivy index of the published version: chunk text, with
-or without highlighted previews, and document names."""
+or without highlighted previews, and document names, as hits (jarvis_query/results.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import threading
 from pathlib import Path
 
 from jarvis_core.stores import serving
-from jarvis_core.stores.keyword import KeywordHit, KeywordSearcher, NameHit
+from jarvis_core.stores.keyword import KeywordSearcher
 from jarvis_core.stores.vectors.filters import VectorFilter
-from jarvis_query.retrievers.base import ScoredChunks
+from jarvis_query.results import Hit
 from jarvis_query.snapshot import Snapshot
 
 _KEEP_SEARCHERS = 2  # the current version's and the one requests in flight may still use
@@ -42,18 +42,25 @@ class KeywordRetriever:
             return self._searchers[path]
 
     def retrieve(self, snapshot: Snapshot, query: str, limit: int,
-                 filters: VectorFilter | None = None) -> ScoredChunks:
-        return [(hit.chunk_id, hit.score) for hit in
+                 filters: VectorFilter | None = None) -> list[Hit]:
+        return [Hit(chunk_id=hit.chunk_id, score=hit.score) for hit in
                 self._searcher(snapshot).search(query, limit, snapshot.restrict(filters))]
 
-    def with_previews(self, snapshot: Snapshot, query: str, limit: int,
-                      filters: VectorFilter | None = None) -> list[KeywordHit]:
-        """Chunk hits whose snippet shows the matched words in **bold**."""
-        return self._searcher(snapshot).search(query, limit, snapshot.restrict(filters),
-                                               snippets=True)
+    def content(self, snapshot: Snapshot, query: str, limit: int,
+                filters: VectorFilter | None = None) -> list[Hit]:
+        """Chunk hits (``match`` "content") whose snippet is a preview with the matched
+        words in **bold**."""
+        return [Hit(chunk_id=hit.chunk_id, score=hit.score, snippet=hit.snippet,
+                    match="content")
+                for hit in self._searcher(snapshot).search(query, limit,
+                                                           snapshot.restrict(filters),
+                                                           snippets=True)]
 
     def names(self, snapshot: Snapshot, query: str, limit: int,
-              sources: list[str] | None = None) -> list[NameHit]:
-        """Documents whose title or path matches, best first."""
-        return self._searcher(snapshot).search_names(query, limit,
-                                                     snapshot.restrict_sources(sources))
+              sources: list[str] | None = None) -> list[Hit]:
+        """Document hits (``match`` "name", no chunk id) whose title or path matches, best
+        first."""
+        return [Hit(path=hit.path, vault=hit.source, score=hit.score, title=hit.title,
+                    source_type=hit.source_type, match="name", doc_key=hit.doc_key)
+                for hit in self._searcher(snapshot).search_names(
+                    query, limit, snapshot.restrict_sources(sources))]

@@ -108,7 +108,7 @@ def test_graph_unavailable_falls_back_to_semantic_search(refreshed):
         result = kb.search_graph("Alerting")
         assert not result["available"]
         assert result["message"].startswith("Graph search is currently unavailable: ")
-        assert result["fallback"] and result["fallback"][0]["path"].endswith("Alerting.md")
+        assert result["fallback"] and result["fallback"][0].path.endswith("Alerting.md")
     finally:
         kb.close()
 

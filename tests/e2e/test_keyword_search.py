@@ -208,15 +208,15 @@ def read_payload_rows_of(config, source: str) -> pl.DataFrame:
 @pytest.mark.slow
 def test_search_vault_names_and_content(kb):
     names = kb.search_vault("alerting")
-    assert names[0]["path"] == "Projects/Lumen/Architecture/Alerting.md"
-    assert names[0]["match"] == "name" and names[0]["chunk_id"] and names[0]["snippet"]
-    assert kb.search_vault("shakshuka", vault="sample")[0]["title"] == "Shakshuka"
+    assert names[0].path == "Projects/Lumen/Architecture/Alerting.md"
+    assert names[0].match == "name" and names[0].chunk_id and names[0].snippet
+    assert kb.search_vault("shakshuka", vault="sample")[0].title == "Shakshuka"
 
     content = kb.search_vault("idempotency key duplicates", search_content=True, limit=5)
-    assert content[0]["path"].startswith("Projects/Lumen/")
-    assert all(hit["match"] == "content" for hit in content)
-    assert any("**" in hit["snippet"] for hit in content)
-    scores = [hit["score"] for hit in content]
+    assert content[0].path.startswith("Projects/Lumen/")
+    assert all(hit.match == "content" for hit in content)
+    assert any("**" in hit.snippet for hit in content)
+    scores = [hit.score for hit in content]
     assert scores == sorted(scores, reverse=True) and len(content) == 5
     assert kb.search_vault("zzzzqqq", search_content=True) == []
 

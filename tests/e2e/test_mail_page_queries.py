@@ -64,11 +64,13 @@ def test_source_type_filters_keep_threads_and_pages(published):
         names = kb.search_vault("dedupe", source_types=wanted)
         hybrid = kb.search_hybrid("dedupe key decision", source_types=wanted)
         pack = kb.search_graphrag("dedupe key decision", source_types=wanted, limit=5)
-        for found in (content, names, hybrid, pack["sources"]):
-            assert found and {hit["source_type"] for hit in found} <= set(wanted), wanted
+        for found in (content, names, hybrid):
+            assert found and {hit.source_type for hit in found} <= set(wanted), wanted
+        sources = pack["sources"]
+        assert sources and {s["source_type"] for s in sources} <= set(wanted), wanted
     unfiltered = kb.search_graphrag("dedupe key decision", limit=10)
     assert "note" in {source["source_type"] for source in unfiltered["sources"]}
-    assert kb.search_vault("Dedupe", source_types=["note"])[0]["path"] == "Dedupe.md"
+    assert kb.search_vault("Dedupe", source_types=["note"])[0].path == "Dedupe.md"
     with pytest.raises(QueryError, match="unknown source type 'mail': source_types are note,"):
         kb.search_hybrid("dedupe", source_types=["mail"])
     for command in ("keyword", "hybrid", "graphrag"):

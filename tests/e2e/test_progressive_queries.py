@@ -56,7 +56,7 @@ def test_semantic_search_answers_with_keyword_results_and_says_so(partial):
     config, kb = partial
     results = kb.search_semantic(QUERY, limit=5)
     keyword = kb.search_vault(QUERY, search_content=True, limit=5)
-    assert [r.chunk_id for r in results] == [hit["chunk_id"] for hit in keyword]
+    assert [r.chunk_id for r in results] == [hit.chunk_id for hit in keyword]
     assert results[0].path == f"threads/{DEDUPE_THREAD}"  # not embedded, found by keyword
     assert results.embeddings["complete"] is False
     assert results.embeddings["message"].startswith("embeddings 2 of ")
@@ -65,13 +65,12 @@ def test_semantic_search_answers_with_keyword_results_and_says_so(partial):
 def test_hybrid_search_and_graphrag_use_their_keyword_leg(partial):
     _, kb = partial
     hybrid = kb.search_hybrid(QUERY, limit=5, alpha=0.7)
-    assert hybrid and all(hit["semantic_rank"] is None and hit["keyword_rank"] for hit in hybrid)
-    assert {hit["fusion"] for hit in hybrid} == {"keyword only"}
-    assert [hit["keyword_rank"] for hit in hybrid] == sorted(hit["keyword_rank"]
-                                                             for hit in hybrid)
+    assert hybrid and all(hit.semantic_rank is None and hit.keyword_rank for hit in hybrid)
+    assert {hit.fusion for hit in hybrid} == {"keyword only"}
+    assert [hit.keyword_rank for hit in hybrid] == sorted(hit.keyword_rank for hit in hybrid)
     pack = kb.search_graphrag(QUERY, limit=3)
     assert pack["embeddings"]["complete"] is False
-    keyword_documents = {(hit["vault"], hit["path"])
+    keyword_documents = {(hit.vault, hit.path)
                          for hit in kb.search_vault(QUERY, search_content=True, limit=50)}
     found = {(s["vault"], s["path"]) for s in pack["sources"] if s["found_by"] == "search"}
     assert ("lumen-mail", f"threads/{DEDUPE_THREAD}") in found <= keyword_documents
@@ -79,7 +78,7 @@ def test_hybrid_search_and_graphrag_use_their_keyword_leg(partial):
 
 def test_everything_else_answers_as_usual(partial):
     _, kb = partial
-    assert kb.search_vault("Dedupe")[0]["match"] == "name"
+    assert kb.search_vault("Dedupe")[0].match == "name"
     graph = kb.search_graph("Dedupe")
     assert graph["available"] and graph["path"] == "Dedupe.md"
     thread = kb.read_note(DEDUPE_THREAD)
@@ -151,7 +150,7 @@ def test_the_next_version_is_complete_and_answers_semantically(tmp_path, monkeyp
                                       "message": None}
         assert all(0 < r.score <= 1 for r in results)  # cosine, not BM25
         hybrid = kb.search_hybrid(QUERY, limit=5)
-        assert {hit["fusion"] for hit in hybrid} == {"rrf"}
-        assert any(hit["semantic_rank"] for hit in hybrid)
+        assert {hit.fusion for hit in hybrid} == {"rrf"}
+        assert any(hit.semantic_rank for hit in hybrid)
     finally:
         kb.close()

@@ -57,11 +57,11 @@ def test_every_layer_runs_for_the_new_kind_and_only_its_raw_layer(published):
 def test_its_documents_are_found_by_keyword_meaning_and_hybrid_search(published):
     _, _, knowledge = published
     [hit] = knowledge.search_vault("wick", search_content=True, limit=1)
-    assert (hit["vault"], hit["path"], hit["source_type"]) == ("shelf", "lighthouse.txt", "text")
+    assert (hit.vault, hit.path, hit.source_type) == ("shelf", "lighthouse.txt", "text")
     semantic = knowledge.search_semantic("bread fermentation", limit=1)
     assert semantic[0].path == "sourdough.txt"
     hybrid = knowledge.search_hybrid("ship log at night", limit=2, source_types=["text"])
-    assert [result["path"] for result in hybrid][0] == "lighthouse.txt"
+    assert [result.path for result in hybrid][0] == "lighthouse.txt"
 
 
 def test_its_graph_is_searched_from_a_document_named_by_its_title(published):

@@ -12,6 +12,7 @@ from jarvis_core.config import config_from_mapping
 from jarvis_core.stores import serving
 from jarvis_query import mcp_arguments as arg
 from jarvis_query.render import render_document, render_results, render_status, render_vaults
+from jarvis_query.results import Hit
 from jarvis_query.snapshot import Snapshot
 from jarvis_query.validation import (
     MAX_QUERY_CHARS,
@@ -132,7 +133,7 @@ def test_a_version_says_how_far_its_embeddings_are(config, tmp_path):
 
 def test_the_note_leads_the_results_it_concerns():
     progress = {"complete": False, "done": 1, "total": 9, "message": "embeddings 1 of 9"}
-    hit = {"score": 1.5, "vault": "m", "path": "threads/x", "heading": "", "snippet": "s"}
+    hit = Hit(score=1.5, vault="m", path="threads/x", snippet="s")
     assert render_results({"query": "q", "results": [hit], "embeddings": progress}
                           ).splitlines()[:2] == ["note: embeddings 1 of 9", "1 result for 'q'"]
     assert render_results({"query": "q", "results": [], "embeddings": progress}) == (

@@ -8,11 +8,11 @@ from jarvis_query.render import (
     render_vault_context,
     table,
 )
+from jarvis_query.results import Hit
 
 
-def hit(path: str, score: float, **extra) -> dict:
-    return {"path": path, "vault": "notes", "heading": "", "score": score, "snippet": "",
-            **extra}
+def hit(path: str, score: float, **extra) -> Hit:
+    return Hit(path=path, vault="notes", score=score, **extra)
 
 
 def edge(src: str, dst: str) -> dict:
@@ -23,7 +23,7 @@ def edge(src: str, dst: str) -> dict:
 def test_results_rank_score_place_and_the_legs_of_a_hybrid_hit():
     text = render_results({"query": "sleep", "results": [
         hit("Sleep.md", 0.0325, heading="Hours", snippet="Adults need seven hours.",
-            keyword_rank=1, semantic_rank=None)]})
+            fusion="rrf", keyword_rank=1, semantic_rank=None)]})
     assert text.splitlines() == ["1 result for 'sleep'",
                                  " 1. 0.0325  notes/Sleep.md › Hours  (keyword #1, semantic #–)",
                                  "    Adults need seven hours."]
