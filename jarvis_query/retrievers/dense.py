@@ -71,7 +71,7 @@ class DenseRetriever:
         self._load_beside_vectors(snapshot)
         found = snapshot.vectors.search(self.encode(snapshot, query), limit=limit,
                                         filters=filters, score_threshold=score_threshold)
-        return [Hit(chunk_id=hit.chunk_id, score=hit.score) for hit in found]
+        return [Hit.scored(hit.chunk_id, hit.score) for hit in found]
 
     def _load_beside_vectors(self, snapshot: Snapshot) -> None:
         """A cold process loads the encoder on a thread while this one opens the vectors, so

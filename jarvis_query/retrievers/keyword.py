@@ -43,7 +43,7 @@ class KeywordRetriever:
 
     def retrieve(self, snapshot: Snapshot, query: str, limit: int,
                  filters: VectorFilter | None = None) -> list[Hit]:
-        return [Hit(chunk_id=hit.chunk_id, score=hit.score) for hit in
+        return [Hit.scored(hit.chunk_id, hit.score) for hit in
                 self._searcher(snapshot).search(query, limit, snapshot.restrict(filters))]
 
     def content(self, snapshot: Snapshot, query: str, limit: int,

@@ -1,6 +1,8 @@
 """The query side's one search hit (jarvis_query/results.py): what joining with the published
 chunk rows fills in, its JSON for each kind of search, and the MCP schema derived from it."""
 
+from dataclasses import FrozenInstanceError, replace
+
 import duckdb
 import jsonschema
 import pytest
@@ -34,8 +36,16 @@ def snapshot(tmp_path):
     tables.close()
 
 
+def test_a_leaf_hit_made_fast_is_the_hit_the_constructor_makes():
+    fast, made = Hit.scored("c1", 0.5), Hit(chunk_id="c1", score=0.5)
+    assert fast == made and repr(fast) == repr(made) and fast.as_dict() == made.as_dict()
+    assert replace(fast, path="a.md") == replace(made, path="a.md")
+    with pytest.raises(FrozenInstanceError):
+        fast.score = 1.0
+
+
 def test_a_chunk_hit_gets_its_place_heading_and_snippet_in_its_own_order(snapshot):
-    hits = [Hit(chunk_id="c2", score=0.9), Hit(chunk_id="newer-than-tables", score=0.8),
+    hits = [Hit.scored("c2", 0.9), Hit.scored("newer-than-tables", 0.8),
             Hit(chunk_id="c3", score=0.7, snippet="**B** alone.", match="content")]
     second, alone = published(snapshot, hits)
     assert second == Hit(chunk_id="c2", score=0.9, path="a.md", vault="v", heading="Second",
