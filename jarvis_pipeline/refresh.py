@@ -4,10 +4,9 @@ Dagster instance (the one `jarvis ui` and `jarvis daemon` use).
 What needs a run is decided first, without Dagster, against the published version
 (``jarvis_core.pending``): with nothing changed, a refresh costs a stat walk per source.
 Sources that changed are ingested (their kind's ingest job: the raw asset is partitioned by
-the sources of its kind), run every later layer but their embeddings, then their
-embeddings, then everything is published once. A first refresh that adds many chunks
-publishes as soon as text, keyword index and graph are ready, then again when every chunk
-has its vector.
+the sources of its kind), run their later layers, then everything is published once. A
+first refresh that adds many chunks publishes as soon as text, keyword index and graph are
+ready, then again when every chunk has its vector.
 """
 
 from __future__ import annotations
@@ -36,7 +35,10 @@ _EXTRA_KEYS = ("chunks_added", "chunks_removed", "embedded", "reused", "version"
                "origins_rewritten", "unresolved", "vectors_complete")
 # Dagster's step-by-step debug log is for the UI; the terminal gets warnings and the summary.
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-# A refresh adding more chunks than this publishes before embedding them.
+# A refresh ingesting more new or changed documents than this runs the layers after
+# ingestion in two halves, and publishes between them when it added more chunks than
+# PROGRESSIVE_CHUNKS; a smaller one runs them as one run per source.
+PROGRESSIVE_DOCUMENTS = 200
 PROGRESSIVE_CHUNKS = 2_000
 
 
@@ -104,33 +106,33 @@ def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
     return report
 
 
-def _ingest_and(config: JarvisConfig, definitions: dg.Definitions,
-                instance: dg.DagsterInstance, source: str, kind: SourceKind, job: str) -> dict:
-    """A source's ingest run, then (when it succeeded) ``job`` for its later layers: one
-    report entry."""
-    entry = run_source_job(config, definitions, instance, kind.ingest_job, source)
-    if entry["ok"]:
-        _merge(entry, run_source_job(config, definitions, instance, job, source))
-    return entry
+def _ingested(entries: list[dict], sources: dict[str, SourceKind]) -> int:
+    """Documents the ingest runs found new or changed, over every source."""
+    return sum(entry["layers"].get(sources[entry["source"]].asset.name, {}).get(count, 0)
+               for entry in entries for count in ("new", "changed"))
 
 
 def _run_sources(config: JarvisConfig, definitions: dg.Definitions,
                  instance: dg.DagsterInstance, sources: dict[str, SourceKind], report: dict,
                  started: float) -> bool:
-    """Every layer of each source: its ingestion and everything but the embeddings first,
-    then the embeddings (publishing in between when many chunks are new); whether all
-    succeeded. With inferred similarity edges on, the graph needs the vectors first: one
-    whole run of the later layers per source."""
-    if config.graph.similarity_top_k:
-        report["sources"] = [_ingest_and(config, definitions, instance, source, kind,
-                                         "refresh_sources")
-                             for source, kind in sources.items()]
-        return all(entry["ok"] for entry in report["sources"])
+    """Every layer of each source; whether all succeeded. Each source is ingested first (its
+    kind's ingest job). When few documents moved, its later layers run as one run; when many
+    did (a first refresh), everything but the embeddings runs first, the version is
+    published when many chunks are new, and the embeddings follow. With inferred similarity
+    edges on, the graph needs the vectors first: one run of the later layers per source."""
     entries = report["sources"] = [
-        _ingest_and(config, definitions, instance, source, kind, "index_sources")
+        run_source_job(config, definitions, instance, kind.ingest_job, source)
         for source, kind in sources.items()]
     if not all(entry["ok"] for entry in entries):
         return False
+    progressive = (_ingested(entries, sources) > PROGRESSIVE_DOCUMENTS
+                   and not config.graph.similarity_top_k)
+    for entry in entries:
+        _merge(entry, run_source_job(config, definitions, instance,
+                                     "index_sources" if progressive else "refresh_sources",
+                                     entry["source"]))
+    if not progressive or not all(entry["ok"] for entry in entries):
+        return all(entry["ok"] for entry in entries)
     if sum(entry["layers"].get("chunks", {}).get("chunks_added", 0)
            for entry in entries) > PROGRESSIVE_CHUNKS:
         report["partial"] = _publish(config, definitions, instance)

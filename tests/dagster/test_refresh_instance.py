@@ -18,6 +18,7 @@ from jarvis_pipeline.instance_storage import (
     KeptEngineRunStorage,
     KeptEngineScheduleStorage,
 )
+from jarvis_pipeline import refresh
 from jarvis_pipeline.refresh import run_refresh
 from tests.dagster.sensor_helpers import CHANGE_SENSORS, NOTE, PARTITIONS_SENSOR, make_vault, tick
 from tests.pipeline_helpers import name_a_storage, write_config
@@ -65,8 +66,32 @@ def test_a_refresh_on_dagsters_stock_storages_continues_the_history(tmp_path, mo
         assert not set(storage_types(instance)) & set(KEPT_ENGINE_STORAGES)
     with dagsters_own_instance(dagster_home(config), monkeypatch) as instance:
         assert len(instance.get_runs(filters=dg.RunsFilter(
-            tags={"dagster/partition": "notes"}))) == 6  # ingest, index and embed runs, twice
+            tags={"dagster/partition": "notes"}))) == 4  # ingest and later layers, twice
         assert_a_daemon_runs_nothing_again(config, instance, entry["run_id"])
+
+
+def _jobs(config, source: str) -> list[str]:
+    with project_instance(config) as instance:
+        return [run.job_name for run in reversed(instance.get_runs(
+            filters=dg.RunsFilter(tags={"dagster/partition": source})))]
+
+
+def test_a_small_refresh_is_two_runs_a_large_one_publishes_before_its_embeddings(
+        tmp_path, monkeypatch):
+    """A source's ingestion, then its later layers in one run; when many documents moved
+    (here: the thresholds lowered), everything but the embeddings, a first publish, then
+    the embeddings."""
+    small = write_config(tmp_path / "small", {"notes": make_vault(tmp_path / "a")})
+    report = run_refresh(small)
+    assert report["ok"] and report["partial"] is None
+    assert _jobs(small, "notes") == ["ingest_vault", "refresh_sources"]
+    monkeypatch.setattr(refresh, "PROGRESSIVE_DOCUMENTS", 1)
+    monkeypatch.setattr(refresh, "PROGRESSIVE_CHUNKS", 1)
+    large = write_config(tmp_path / "large", {"notes": make_vault(tmp_path / "b")})
+    report = run_refresh(large)
+    assert report["ok"] and report["partial"]["ok"], report
+    assert _jobs(large, "notes") == ["ingest_vault", "index_sources", "embed_sources"]
+    assert report["seconds"]["first_published"] <= report["seconds"]["published"]
 
 
 def assert_a_daemon_runs_nothing_again(config, instance, run_id: str) -> None:
