@@ -108,12 +108,12 @@ def test_failed_refresh_leaves_a_notice_the_cli_shows(tmp_path, sample_vault):
         cli, ["--config", str(config.config_path), "notifications", "--json"])
     assert result.exit_code == 0, result.output
     [notice] = json.loads(result.stdout)["notifications"]
-    # `jarvis refresh` runs a source's layers but the embeddings first (index_sources)
-    assert notice["job"] == "index_sources" and notice["partition"] == "sample"
+    # `jarvis refresh` runs a source's later layers as one run (refresh_sources)
+    assert notice["job"] == "refresh_sources" and notice["partition"] == "sample"
     assert notice["failed_steps"] == ["chunks"]
     assert notice["message"].startswith(
         "chunks: jarvis_core.text.tokens.ModelNotFoundError: embedding model ")
     assert "no-such-model" in notice["message"]
 
     text = CliRunner().invoke(cli, ["--config", str(config.config_path), "notifications"])
-    assert "Jarvis run failed: index_sources [sample]" in text.stdout
+    assert "Jarvis run failed: refresh_sources [sample]" in text.stdout
