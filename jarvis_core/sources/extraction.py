@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jarvis_core.settings import GraphSettings
+from jarvis_core.sources.people import Identity, identities_of
 from jarvis_core.sources.references import GraphReference
 from jarvis_core.stores.graph.elements import Edge, Node
 
@@ -92,3 +93,9 @@ NO_GRAPH = GraphExtractor({}, lambda *_: SourceGraph([], [], [], [], {}))
 
 # Person nodes of the other sources: their spellings fold a source's people into theirs.
 OTHER_PEOPLE = "SELECT properties FROM graph_nodes WHERE type = 'person' AND source <> ?"
+
+
+def other_people(rows: dict[str, list[dict]]) -> list[Identity]:
+    """The identities of the other sources' people, from an extractor's ``OTHER_PEOPLE``
+    rows (named ``people``)."""
+    return identities_of(row["properties"] for row in rows["people"])

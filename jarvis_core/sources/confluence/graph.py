@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from jarvis_core.settings import GraphSettings
 from jarvis_core.sources.collector import DocumentText, Evidence, GraphCollector
 from jarvis_core.sources.export_rows import identity_of
-from jarvis_core.sources.extraction import OTHER_PEOPLE, GraphExtractor, SourceGraph
-from jarvis_core.sources.people import Identity, PersonDirectory, identities_of
+from jarvis_core.sources.extraction import OTHER_PEOPLE, GraphExtractor, SourceGraph, other_people
+from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
     JIRA,
     PAGE,
@@ -202,8 +202,7 @@ def extract_page_graph(source: str, pages: list[dict], chunks: list[dict],
 def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[dict]],
              chunk_rows: list[dict]) -> SourceGraph:
     return extract_page_graph(source, rows["pages"], chunk_rows,
-                              known_people=identities_of(row["properties"]
-                                                         for row in rows["people"]))
+                              known_people=other_people(rows))
 
 
 EXTRACTOR = GraphExtractor(

@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from jarvis_core.settings import GraphSettings
 from jarvis_core.sources.collector import DocumentText, GraphCollector
 from jarvis_core.sources.export_rows import identity_of
-from jarvis_core.sources.extraction import OTHER_PEOPLE, GraphExtractor, SourceGraph
-from jarvis_core.sources.people import Identity, PersonDirectory, identities_of
+from jarvis_core.sources.extraction import OTHER_PEOPLE, GraphExtractor, SourceGraph, other_people
+from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import MESSAGE, document_name, find_references
 from jarvis_core.stores.graph.elements import Node
 
@@ -110,8 +110,7 @@ def extract_mail_graph(source: str, threads: list[dict], messages: list[dict],
 def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[dict]],
              chunk_rows: list[dict]) -> SourceGraph:
     return extract_mail_graph(source, rows["threads"], rows["messages"], chunk_rows,
-                              known_people=identities_of(row["properties"]
-                                                         for row in rows["people"]))
+                              known_people=other_people(rows))
 
 
 EXTRACTOR = GraphExtractor(

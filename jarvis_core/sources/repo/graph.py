@@ -22,8 +22,9 @@ from jarvis_core.sources.extraction import (
     GraphExtractor,
     Mention,
     SourceGraph,
+    other_people,
 )
-from jarvis_core.sources.people import Identity, Person, PersonDirectory, identities_of
+from jarvis_core.sources.people import Identity, Person, PersonDirectory
 from jarvis_core.sources.references import (
     GraphReference,
     chunks_holding,
@@ -227,8 +228,7 @@ def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[d
     return extract_repo_graph(source, rows["commits"], rows["commit_files"], rows["repo_files"],
                               rows["repo_docs"], rows["repo_knowledge"], chunk_rows,
                               knowledge_dir=settings.knowledge_dir,
-                              known_people=identities_of(row["properties"]
-                                                         for row in rows["people"]))
+                              known_people=other_people(rows))
 
 
 EXTRACTOR = GraphExtractor(
