@@ -2,13 +2,15 @@
 repositories, one mbox and one Confluence export as two sources each): document keys carry
 their source, so each source has its own documents, chunks and graph nodes, every check
 passes (chunk_ids_unique included), references resolve to each copy and SAME_AS links the
-copies."""
+copies. A working store written with the keys of the release before is rewritten."""
 
 import subprocess
 
+import duckdb
 import pytest
 import yaml
 
+from jarvis_core import pending
 from jarvis_core.config import load_config
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
@@ -106,3 +108,25 @@ def test_a_search_for_the_key_finds_both_sources_tickets(project):
     assert {("jira", "tickets/LUM-4"), ("jira-again", "tickets/LUM-4")} <= {
         (hit.vault, hit.path) for hit in hits}
     assert graph["center"]["key"] == "ticket:jira-again/LUM-4"
+
+
+def test_a_store_with_keys_of_the_release_before_is_rewritten(project, monkeypatch):
+    """Last in the module: it rewrites the store as the release before left it (ticket keys
+    without their source) under a published version whose layers were older."""
+    config = project["config"]
+    with duckdb.connect(str(config.duckdb_path)) as conn:
+        for table in ("chunks", "chunked_documents"):
+            conn.execute(f"UPDATE {table} SET doc_key = 'ticket:' || substr(path, 9) "
+                         "WHERE source = 'jira'")
+    with monkeypatch.context() as older:
+        older.setattr(pending, "LAYERS_VERSION", pending.LAYERS_VERSION - 1)
+        reasons = pending.pending_sources(config)
+    assert set(reasons) == set(config.source_names)
+    assert set(reasons.values()) == {"the configuration or Jarvis's layers changed"}
+    report = run_refresh(config, only=["jira"])
+    assert report["ok"], report
+    [entry] = report["sources"]
+    assert entry["layers"]["chunks"]["changed"] == 12
+    for table in ("chunks", "chunked_documents"):
+        assert rows(config, f"SELECT count(*) FROM {table} WHERE doc_key NOT LIKE 'ticket:jira/%' "
+                            "AND source = 'jira'") == [(0,)]
