@@ -230,9 +230,12 @@ class ReferenceIndex:
                 repo = properties.get("repo_full") or properties.get("repo") or ""
                 self.item[key] = f"github:{repo.lower()}#{number}"
             elif kind == "ticket":
-                aliases = {properties["key"]}
-                self.projects.add(properties["key"].rpartition("-")[0])
-                self.item[key] = f"jira:{properties['key']}"
+                # a node stored before keys carried their source lacks the property (until
+                # its ticket set runs again after the upgrade): its key is 'ticket:<KEY>'
+                ticket = properties.get("key") or key.removeprefix("ticket:")
+                aliases = {ticket}
+                self.projects.add(ticket.rpartition("-")[0])
+                self.item[key] = f"jira:{ticket}"
             elif kind == "commit" and properties.get("sha"):
                 self.commits.append((str(properties["sha"]).lower(), key))
                 self.item[key] = f"commit:{str(properties['sha']).lower()}"

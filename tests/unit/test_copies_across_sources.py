@@ -82,3 +82,12 @@ def test_copies_of_one_item_are_same_as_each_other(nodes):
     assert not any("fork" in e.src + e.dst for e in edges)
     assert all(e.relation == "SAME_AS" and e.origin == f"xref:{e.src}" and e.evidence_text
                for e in edges)
+
+
+def test_a_ticket_node_stored_before_keys_carried_their_source_still_resolves():
+    """Until its ticket set runs again after the upgrade, a node is 'ticket:<KEY>' without a
+    'key' property; cross-source resolution must not fail on it."""
+    index = ReferenceIndex([{"node_key": "ticket:LUM-4", "type": "ticket",
+                             "properties": {"system": "jira"}}])
+    assert index.resolve(JIRA, "LUM-4") == (("ticket:LUM-4",), "resolved")
+    assert index.resolve(JIRA, "LUM-5") == ((), "unresolved")
