@@ -246,8 +246,9 @@ class ReferenceIndex:
             else:
                 for name in _document_names(kind, node.get("title"), properties):
                     self.documents.setdefault(name, set()).add(key)
-                if properties.get(_DOCUMENT_IDS.get(kind, "")):
-                    self.item[key] = f"{kind}:{properties[_DOCUMENT_IDS[kind]]}"
+                item_id = properties.get(_DOCUMENT_IDS[kind]) if kind in _DOCUMENT_IDS else None
+                if item_id:
+                    self.item[key] = f"{kind}:{item_id}"
                 continue
             for alias in aliases:
                 self.tickets.setdefault(alias, set()).add(key)
