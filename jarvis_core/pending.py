@@ -3,9 +3,10 @@ a refresh with nothing to do costs a stat walk per source and one small database
 
 A source runs when nothing of it is published, when its content moved since (its kind's
 change watch says: notes, a repository head, an export file, by content), when the
-configuration changed (a fingerprint of everything that shapes the layers is kept in each
-version's manifest), when the published version is a partial one (embeddings still being
-made), or when it left the configuration but still has published rows."""
+configuration or the way Jarvis builds its layers changed (a fingerprint of everything that
+shapes the layers is kept in each version's manifest), when the published version is a
+partial one (embeddings still being made), or when it left the configuration but still has
+published rows."""
 
 from __future__ import annotations
 
@@ -21,13 +22,18 @@ from jarvis_core.sources.kind import SourceUnreachable
 from jarvis_core.stores.serving import NotPublished, current_version
 
 _NOT_SHAPING = {"config_path", "schedules", "instance", "environment"}
+# What the layers hold for unchanged input and configuration, raised by a release that
+# changes it so that every source runs once after the upgrade (2: a ticket's document and
+# node keys carry its source).
+LAYERS_VERSION = 2
 
 
 def settings_fingerprint(config: JarvisConfig) -> str:
-    """Everything in the configuration that shapes what the layers hold (sources and their
-    settings, chunking, the model, graph, analytics, limits); schedules, the Dagster
-    instance's storages and credentials do not."""
+    """Everything that shapes what the layers hold: the configuration (sources and their
+    settings, chunking, the model, graph, analytics, limits) and ``LAYERS_VERSION``;
+    schedules, the Dagster instance's storages and credentials do not."""
     shaping = config.model_dump(mode="json", exclude=_NOT_SHAPING)
+    shaping["layers"] = LAYERS_VERSION
     shaping["kinds"] = {name: config.source_kind(name) for name in config.source_names}
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -58,7 +64,8 @@ def pending_sources(config: JarvisConfig) -> dict[str, str]:
     pending = {source: "no longer configured"
                for source in _published_sources(config) - set(config.source_names)}
     if manifest.get("settings") != settings_fingerprint(config):
-        return pending | {source: "the configuration changed" for source in config.source_names}
+        return pending | {source: "the configuration or Jarvis's layers changed"
+                          for source in config.source_names}
     if not manifest.get("vectors_complete", True):
         return pending | {source: "embeddings still being made"
                           for source in config.source_names}

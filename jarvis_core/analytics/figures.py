@@ -116,15 +116,19 @@ def cross_source_figures(conn: duckdb.DuckDBPyConnection, source: str, limit: in
     """, [source, limit]).fetchall()
     if authors:    # people as the graph canonicalises them (name variants merged)
         figures["commits_per_author"] = [{"author": a, "commits": n} for a, n in authors]
+    # by key: the copies of a ticket that several ticket sets hold count as one (a node stored
+    # before keys carried their source has no 'key' property: its node key is 'ticket:<KEY>')
     cited = conn.execute("""
-        SELECT t.node_key, any_value(t.title), count(DISTINCT e.origin) AS citations
+        SELECT coalesce(json_extract_string(t.properties, '$.key'),
+                        replace(t.node_key, 'ticket:', '')) AS ticket,
+               any_value(t.title), count(DISTINCT e.origin) AS citations
         FROM graph_edges e JOIN graph_nodes t ON t.node_key = e.dst AND t.type = 'ticket'
-        WHERE (e.source = $1 OR t.source = $1) AND e.src <> e.dst
-        GROUP BY t.node_key ORDER BY citations DESC, t.node_key LIMIT $2
+        WHERE (e.source = $1 OR t.source = $1) AND e.src <> e.dst AND e.relation <> 'SAME_AS'
+        GROUP BY ticket ORDER BY citations DESC, ticket LIMIT $2
     """, [source, limit]).fetchall()
     if cited:
-        figures["most_cited_tickets"] = [{"ticket": key.removeprefix("ticket:"), "title": title,
-                                          "citations": n} for key, title, n in cited]
+        figures["most_cited_tickets"] = [{"ticket": key, "title": title, "citations": n}
+                                         for key, title, n in cited]
     to_code = conn.execute("""
         SELECT n.path, count(DISTINCT e.dst) FROM graph_edges e
         JOIN notes n ON n.note_key = e.src AND n.source = $1

@@ -1,6 +1,7 @@
 """Links between sources: references one source makes to another's tickets, commits and
-files become edges once their target exists, whatever order the sources refresh in; person
-nodes that sources keyed apart but that are one person get SAME_AS edges."""
+files become edges once their target exists, whatever order the sources refresh in; the
+copies of one item in several sources (a ticket set exported twice) and person nodes that
+sources keyed apart but that are one person get SAME_AS edges."""
 
 from __future__ import annotations
 
@@ -31,12 +32,11 @@ _LISTED = ("unresolved", "ambiguous", "unknown_project", "no_such_commit", AMBIG
 WARN_REASONS = ("unresolved", "ambiguous")
 
 
-def resolve_references(references: list[dict], nodes: list[dict]
+def resolve_references(references: list[dict], index: ReferenceIndex
                        ) -> tuple[list[Edge], list[dict]]:
-    """Edges for the references whose target is one node of any source (evidence merged
-    per citing document, relation and target), and the rows of those that are not."""
-    index = ReferenceIndex(nodes)
-    known = {node["node_key"] for node in nodes}
+    """Edges for the references whose target is one item of any source, to each source's
+    copy of it (evidence merged per citing document, relation and target), and the rows of
+    those that are not."""
     grouped: dict[tuple[str, str, str, str, str], list[dict]] = defaultdict(list)
     unresolved = []
     for ref in references:
@@ -45,9 +45,10 @@ def resolve_references(references: list[dict], nodes: list[dict]
             if reason in _LISTED:
                 unresolved.append({**ref, "reason": reason, "candidates": list(keys)})
             continue
-        src, dst = (keys[0], ref["src"]) if ref["inverse"] else (ref["src"], keys[0])
-        if src != dst and src in known and dst in known:
-            grouped[(src, ref["relation"], dst, ref["origin"], ref["source"])].append(ref)
+        for key in keys:
+            src, dst = (key, ref["src"]) if ref["inverse"] else (ref["src"], key)
+            if src != dst and src in index.known and dst in index.known:
+                grouped[(src, ref["relation"], dst, ref["origin"], ref["source"])].append(ref)
     edges = []
     for (src, relation, dst, origin, source), refs in sorted(grouped.items()):
         shown = min(refs, key=lambda ref: (not ref["evidence"], ref["line"]))
@@ -56,6 +57,22 @@ def resolve_references(references: list[dict], nodes: list[dict]
                           CROSS_ORIGIN_PREFIX + origin, source, evidence,
                           shown["evidence_text"] or shown["written"]))
     return edges, unresolved
+
+
+def same_item_edges(index: ReferenceIndex, nodes: list[dict]) -> list[Edge]:
+    """SAME_AS edges between the copies of one item several sources hold (the same ticket in
+    two exports, a repository configured twice), from each copy to the first key."""
+    by_key = {node["node_key"]: node for node in nodes}
+    edges = []
+    for first, *others in index.copies():
+        target = by_key[first]
+        for key in others:
+            copy = by_key[key]
+            edges.append(Edge(key, first, "SAME_AS", EXPLICIT, CROSS_EXTRACTOR,
+                              CROSS_ORIGIN_PREFIX + key, copy["node_source"], (),
+                              f"{copy['title']} in {copy['node_source']} is "
+                              f"{target['title']} in {target['node_source']}"))
+    return edges
 
 
 def same_person_edges(persons: list[dict]) -> list[Edge]:
@@ -165,8 +182,9 @@ class CrossLinks:
 
 
 def plan_links(inputs: CrossInputs) -> CrossLinks:
-    edges, unresolved = resolve_references(inputs.references, inputs.nodes)
-    edges += same_person_edges(inputs.persons)
+    index = ReferenceIndex(inputs.nodes)
+    edges, unresolved = resolve_references(inputs.references, index)
+    edges += same_item_edges(index, inputs.nodes) + same_person_edges(inputs.persons)
     by_origin: dict[str, list[Edge]] = defaultdict(list)
     for edge in edges:
         by_origin[edge.origin].append(edge)

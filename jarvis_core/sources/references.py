@@ -72,6 +72,8 @@ _MID_URL = re.compile(r"(?<![\w-])mid:([^\s<>\"'()\[\]/]+@[^\s<>\"'()\[\]/]+)", 
 _MESSAGE_ID = re.compile(r"\bMessage-?ID\b:?\s*<([^\s<>@]+@[^\s<>]+)>", re.IGNORECASE)
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _HAS_LETTER, _HAS_DIGIT = re.compile(r"[a-f]"), re.compile(r"[0-9]")
+# The property naming a page or thread the same in every source that holds it.
+_DOCUMENT_IDS = {"page": "page_id", "thread": "thread_id"}
 
 
 @dataclass(frozen=True)
@@ -198,29 +200,45 @@ def github_aliases(repo: str | None, full_repo: str | None, number: int) -> set[
 
 
 class ReferenceIndex:
-    """Resolves references against graph nodes (key, type, properties) of every source."""
+    """Resolves references against graph nodes (key, type, properties) of every source.
+
+    An item several sources hold (a ticket set exported twice, a repository, mailbox or
+    Confluence export configured twice) is one node per source, all copies of one item: a
+    ticket's key (a GitHub issue's owner/repo and number), a commit's sha, a page's id, a
+    thread's id. A reference to it resolves to every copy; ``copies`` lists them."""
 
     def __init__(self, nodes: Iterable[Mapping]) -> None:
+        self.known: set[str] = set()
         self.tickets: dict[str, set[str]] = {}
         self.projects: set[str] = set()
         self.repos: set[str] = set()
         self.commits: list[tuple[str, str]] = []  # (sha, key), sorted
         self.files: dict[str, set[str]] = {}
         self.documents: dict[tuple[str, str], set[str]] = {}  # (kind, name) -> note/page/thread
+        self.item: dict[str, str] = {}  # node key -> the item it is a copy of
         for node in nodes:
             properties = node.get("properties") or {}
             if isinstance(properties, str):
                 properties = json.loads(properties or "{}")
             key, kind = node["node_key"], node["type"]
+            self.known.add(key)
             if kind == "ticket" and properties.get("system") == "github":
+                number = int(properties.get("number") or 0)
                 aliases = github_aliases(properties.get("repo"), properties.get("repo_full"),
-                                         int(properties.get("number") or 0))
+                                         number)
                 self.repos |= {alias.rpartition("#")[0] for alias in aliases}
+                repo = properties.get("repo_full") or properties.get("repo") or ""
+                self.item[key] = f"github:{repo.lower()}#{number}"
             elif kind == "ticket":
-                aliases = {key.removeprefix("ticket:")}
-                self.projects.add(key.removeprefix("ticket:").rpartition("-")[0])
+                # a node stored before keys carried their source lacks the property (until
+                # its ticket set runs again after the upgrade): its key is 'ticket:<KEY>'
+                ticket = properties.get("key") or key.removeprefix("ticket:")
+                aliases = {ticket}
+                self.projects.add(ticket.rpartition("-")[0])
+                self.item[key] = f"jira:{ticket}"
             elif kind == "commit" and properties.get("sha"):
                 self.commits.append((str(properties["sha"]).lower(), key))
+                self.item[key] = f"commit:{str(properties['sha']).lower()}"
                 continue
             elif kind == "file" and properties.get("path"):
                 self.files.setdefault(str(properties["path"]), set()).add(key)
@@ -228,16 +246,19 @@ class ReferenceIndex:
             else:
                 for name in _document_names(kind, node.get("title"), properties):
                     self.documents.setdefault(name, set()).add(key)
+                item_id = properties.get(_DOCUMENT_IDS[kind]) if kind in _DOCUMENT_IDS else None
+                if item_id:
+                    self.item[key] = f"{kind}:{item_id}"
                 continue
             for alias in aliases:
                 self.tickets.setdefault(alias, set()).add(key)
         self.commits.sort()
 
     def resolve(self, kind: str, target: str) -> tuple[tuple[str, ...], str]:
-        """(node keys, reason): one key and 'resolved', or several and 'ambiguous', or none
-        and 'unresolved' (a ticket of a project or repository some ticket set has),
-        'unknown_project' (a key-like word no ticket set knows, e.g. UTF-8),
-        'no_such_commit' or 'no_such_file'."""
+        """(node keys, reason): the copies of one item (one key per source holding it) and
+        'resolved', or keys of several items and 'ambiguous', or none and 'unresolved' (a
+        ticket of a project or repository some ticket set has), 'unknown_project' (a
+        key-like word no ticket set knows, e.g. UTF-8), 'no_such_commit' or 'no_such_file'."""
         if kind == COMMIT:
             prefix = target.lower()
             at = bisect.bisect_left(self.commits, (prefix, ""))
@@ -262,11 +283,17 @@ class ReferenceIndex:
         return self._one(self.tickets.get(target.lower(), set()),
                          "unresolved" if known else "unknown_project")
 
-    @staticmethod
-    def _one(keys: set[str], missing: str, several: str = "ambiguous"
+    def copies(self) -> list[list[str]]:
+        """The node keys of each item that several sources hold, each list sorted."""
+        by_item: dict[str, list[str]] = {}
+        for key, item in self.item.items():
+            by_item.setdefault(item, []).append(key)
+        return sorted(sorted(keys) for keys in by_item.values() if len(keys) > 1)
+
+    def _one(self, keys: set[str], missing: str, several: str = "ambiguous"
              ) -> tuple[tuple[str, ...], str]:
-        if len(keys) == 1:
-            return tuple(keys), "resolved"
+        if keys and len({self.item.get(key, key) for key in keys}) == 1:
+            return tuple(sorted(keys)), "resolved"
         return tuple(sorted(keys)), several if keys else missing
 
 

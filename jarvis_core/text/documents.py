@@ -66,17 +66,20 @@ class ChunkPlan:
 
 def stale_documents(current: pl.DataFrame, chunked: pl.DataFrame, config_id: str) -> tuple[
         list[str], list[str], list[str], int]:
-    """Split documents into (new, changed, deleted) paths and an unchanged count.
+    """Split documents into (new, changed, deleted) paths and an unchanged count. A document
+    whose key moved (tickets took their source into it) is changed: its chunk ids hash it.
 
-    ``current`` has path, doc_hash; ``chunked`` has path, doc_hash, chunk_config.
+    ``current`` has path, doc_key, doc_hash; ``chunked`` has path, doc_key, doc_hash,
+    chunk_config.
     """
-    done = {r["path"]: (r["doc_hash"], r["chunk_config"]) for r in chunked.iter_rows(named=True)}
+    done = {r["path"]: (r["doc_key"], r["doc_hash"], r["chunk_config"])
+            for r in chunked.iter_rows(named=True)}
     new, changed, unchanged = [], [], 0
     for row in current.iter_rows(named=True):
         previous = done.get(row["path"])
         if previous is None:
             new.append(row["path"])
-        elif previous != (row["doc_hash"], config_id):
+        elif previous != (row["doc_key"], row["doc_hash"], config_id):
             changed.append(row["path"])
         else:
             unchanged += 1
@@ -164,9 +167,9 @@ def read_stale_documents(conn: duckdb.DuckDBPyConnection, source: str, kind: Sou
     """Compare the source's documents (written to ``documents`` first) with what was
     chunked, reading the text of only the new and changed ones."""
     write_documents(conn, source, kind)
-    current = tables.read_frame(conn, "SELECT path, doc_hash FROM documents WHERE source = ?",
-                                [source])
-    chunked = tables.read_frame(conn, "SELECT path, doc_hash, chunk_config "
+    current = tables.read_frame(
+        conn, "SELECT path, doc_key, doc_hash FROM documents WHERE source = ?", [source])
+    chunked = tables.read_frame(conn, "SELECT path, doc_key, doc_hash, chunk_config "
                                       "FROM chunked_documents WHERE source = ?", [source])
     new, changed, deleted, unchanged = stale_documents(current, chunked, config_id)
     documents = [Document(**row) for row in tables.read_frame(

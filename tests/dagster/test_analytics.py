@@ -416,11 +416,12 @@ def test_retention_and_sources_without_notes(analysed, tmp_path):
 
 
 def test_cross_source_figures(tmp_path):
-    """A vault citing tickets and a commit, a ticket set, a repository with two authors (one
-    under two names, merged into one person by the graph): figures by hand."""
+    """A vault citing tickets and a commit, a ticket set and a second export of one of its
+    tickets (a copy, SAME_AS the first), a repository with two authors (one under two names,
+    merged into one person by the graph): figures by hand."""
     now = datetime(2026, 11, 22)
-    node = lambda source, key, kind, title, **props: {  # noqa: E731 - a row builder
-        "source": source, "node_key": key, "type": kind, "title": title,
+    node = lambda source, node_key, kind, title, **props: {  # noqa: E731 - a row builder
+        "source": source, "node_key": node_key, "type": kind, "title": title,
         "node_source": source, "properties": json.dumps(props), "first_seen": now,
         "last_seen": now}
     edge = lambda source, origin, src, relation, dst: {  # noqa: E731 - a row builder
@@ -434,19 +435,23 @@ def test_cross_source_figures(tmp_path):
                    "modified_at": now} for p in notes],
         "graph_nodes": [
             *(node("v", f"note:v/{p}", "note", p) for p in notes),
-            node("t", "ticket:T-1", "ticket", "T-1", status="Done"),
-            node("t", "ticket:T-2", "ticket", "T-2", status="Done"),
-            node("t", "ticket:T-3", "ticket", "T-3", status="Open"),
+            node("t", "ticket:t/T-1", "ticket", "T-1", key="T-1", status="Done"),
+            node("t", "ticket:t/T-2", "ticket", "T-2", key="T-2", status="Done"),
+            node("t", "ticket:t/T-3", "ticket", "T-3", key="T-3", status="Open"),
+            node("old", "ticket:old/T-1", "ticket", "T-1", key="T-1", status="Open"),
             node("r", "commit:r/1", "commit", "one"), node("r", "commit:r/2", "commit", "two"),
             node("r", "commit:r/3", "commit", "three"),
             node("r", "person:ann", "person", "Ann"), node("r", "person:bo", "person", "Bo"),
         ],
         "graph_edges": [
-            edge("v", "xref:a", "note:v/a.md", "MENTIONS", "ticket:T-1"),
-            edge("v", "xref:b", "note:v/b.md", "MENTIONS", "ticket:T-1"),
-            edge("v", "xref:b", "note:v/b.md", "MENTIONS", "ticket:T-2"),
+            edge("v", "xref:a", "note:v/a.md", "MENTIONS", "ticket:t/T-1"),
+            edge("v", "xref:a", "note:v/a.md", "MENTIONS", "ticket:old/T-1"),
+            edge("v", "xref:b", "note:v/b.md", "MENTIONS", "ticket:t/T-1"),
+            edge("v", "xref:b", "note:v/b.md", "MENTIONS", "ticket:old/T-1"),
+            edge("v", "xref:b", "note:v/b.md", "MENTIONS", "ticket:t/T-2"),
+            edge("old", "xref:ticket:old/T-1", "ticket:old/T-1", "SAME_AS", "ticket:t/T-1"),
             edge("v", "xref:c", "note:v/c.md", "MENTIONS", "commit:r/1"),
-            edge("r", "commit:r/2", "commit:r/2", "FIXES", "ticket:T-1"),
+            edge("r", "commit:r/2", "commit:r/2", "FIXES", "ticket:t/T-1"),
             edge("r", "commit:r/1", "person:ann", "AUTHORED", "commit:r/1"),
             edge("r", "commit:r/2", "person:ann", "AUTHORED", "commit:r/2"),
             edge("r", "commit:r/3", "person:bo", "AUTHORED", "commit:r/3"),

@@ -220,7 +220,7 @@ def test_people_fold_with_git_and_jira_and_pages_form_a_hierarchy(project):
             ("person:sam.novak@lumen.example", "AUTHORED", INGEST)} <= edges(config)
     assert rows(config, "SELECT count(*) FROM graph_edges WHERE src = ? AND relation = "
                         "'AUTHORED' AND dst LIKE 'commit:%'", [maya]) == [(2,)]
-    assert ("ticket:LUM-4", "ASSIGNED_TO", maya) in edges(config)
+    assert ("ticket:jira/LUM-4", "ASSIGNED_TO", maya) in edges(config)
     assert {(src, dst) for src, relation, dst in edges(config, "source = 'wiki'")
             if relation == "PARENT"} == {(page_key("wiki", "65538"), page_key("wiki", "65537")),
                                          (INGEST, page_key("wiki", "65538")),
@@ -233,11 +233,12 @@ def test_people_fold_with_git_and_jira_and_pages_form_a_hierarchy(project):
 def test_cross_source_edges_run_both_ways_with_evidence(project):
     config, landed = project["config"], project["landed"]
     cross = edges(config, "extractor = 'cross_reference'")
-    assert {(DEDUPE, "MENTIONS", "ticket:LUM-4"), (DEDUPE, "MENTIONS", f"commit:lumen/{landed}"),
-            (DEDUPE, "MENTIONS", INGEST), (INGEST, "MENTIONS", "ticket:LUM-4"),
+    assert {(DEDUPE, "MENTIONS", "ticket:jira/LUM-4"),
+            (DEDUPE, "MENTIONS", f"commit:lumen/{landed}"), (DEDUPE, "MENTIONS", INGEST),
+            (INGEST, "MENTIONS", "ticket:jira/LUM-4"),
             (INGEST, "MENTIONS", DEDUPE), ("note:notes/Decisions.md", "LINKS_TO", INGEST),
-            (ALERTS, "MENTIONS", "ticket:LUM-6"),
-            (f"commit:lumen/{landed}", "MENTIONS", "ticket:LUM-4")} <= cross
+            (ALERTS, "MENTIONS", "ticket:jira/LUM-6"),
+            (f"commit:lumen/{landed}", "MENTIONS", "ticket:jira/LUM-4")} <= cross
     [(evidence, text)] = rows(config, "SELECT evidence, evidence_text FROM graph_edges "
                                       "WHERE src = 'note:notes/Decisions.md' AND dst = ?",
                               [INGEST])
@@ -305,7 +306,7 @@ def test_an_edited_page_requests_a_run_and_is_reprocessed_alone(project, instanc
     raw = layer(report, "wiki", "raw_pages")
     assert (raw["new"], raw["changed"], raw["unchanged"], raw["deleted"]) == (0, 1, 3, 0)
     assert layer(report, "wiki", "chunks")["changed"] == 1
-    assert (ALERT_PAGE, "MENTIONS", "ticket:LUM-6") in edges(config)
+    assert (ALERT_PAGE, "MENTIONS", "ticket:jira/LUM-6") in edges(config)
 
 
 def test_a_deleted_page_leaves_every_layer(project):

@@ -96,10 +96,10 @@ def test_references_wait_for_their_targets_whatever_the_order(project):
     edges = rows(config, "SELECT src, relation, dst FROM graph_edges "
                          "WHERE extractor = 'cross_reference' AND src LIKE 'note:%'")
     assert set(edges) == {
-        ("note:notes/Dedupe.md", "MENTIONS", "ticket:LUM-4"),
-        ("note:notes/Dedupe.md", "MENTIONS", "ticket:LUM-6"),
-        ("note:notes/Clock.md", "MENTIONS", "ticket:lumen#7"),
-        ("note:notes/Clock.md", "MENTIONS", "ticket:lumen#15"),
+        ("note:notes/Dedupe.md", "MENTIONS", "ticket:jira/LUM-4"),
+        ("note:notes/Dedupe.md", "MENTIONS", "ticket:jira/LUM-6"),
+        ("note:notes/Clock.md", "MENTIONS", "ticket:gh/lumen#7"),
+        ("note:notes/Clock.md", "MENTIONS", "ticket:gh/lumen#15"),
     }
 
 
@@ -138,24 +138,24 @@ def test_tickets_are_chunked_and_embedded_like_notes(project):
 def test_ticket_graph_has_typed_links_people_and_labels(project):
     config = project["config"]
     edges = set(rows(config, "SELECT src, relation, dst FROM graph_edges WHERE source = 'jira'"))
-    assert ("ticket:LUM-4", "BLOCKS", "ticket:LUM-6") in edges  # stated by both tickets
-    assert ("ticket:LUM-4", "BLOCKS", "ticket:LUM-11") in edges
-    assert ("ticket:LUM-9", "RELATES_TO", "ticket:LUM-10") in edges
-    assert ("ticket:LUM-4", "ASSIGNED_TO", "person:maya.chen@lumen.example") in edges
-    assert ("ticket:LUM-4", "COMMENTED_BY", "person:sam.novak@lumen.example") in edges
-    assert ("ticket:LUM-4", "TAGGED", "tag:data-quality") in edges
+    assert ("ticket:jira/LUM-4", "BLOCKS", "ticket:jira/LUM-6") in edges  # stated by both tickets
+    assert ("ticket:jira/LUM-4", "BLOCKS", "ticket:jira/LUM-11") in edges
+    assert ("ticket:jira/LUM-9", "RELATES_TO", "ticket:jira/LUM-10") in edges
+    assert ("ticket:jira/LUM-4", "ASSIGNED_TO", "person:maya.chen@lumen.example") in edges
+    assert ("ticket:jira/LUM-4", "COMMENTED_BY", "person:sam.novak@lumen.example") in edges
+    assert ("ticket:jira/LUM-4", "TAGGED", "tag:data-quality") in edges
     [(title, properties)] = rows(config, "SELECT title, properties FROM graph_nodes "
-                                         "WHERE node_key = 'ticket:LUM-6'")
+                                         "WHERE node_key = 'ticket:jira/LUM-6'")
     assert title == "LUM-6: Alert rule engine: frost, heavy-rain and offline rules"
     assert json.loads(properties)["status"] == "Blocked"
     # a GitHub issue cites a Jira ticket: a cross-source ticket -> ticket edge
-    assert rows(config, "SELECT evidence_text FROM graph_edges WHERE src = 'ticket:lumen#7' "
-                        "AND dst = 'ticket:LUM-12'")[0][0].endswith("(LUM-12).")
+    assert rows(config, "SELECT evidence_text FROM graph_edges WHERE src = 'ticket:gh/lumen#7' "
+                        "AND dst = 'ticket:jira/LUM-12'")[0][0].endswith("(LUM-12).")
     # the GitHub login spelling Maya's full name is the Jira assignee (two sources, one person)
     assert rows(config, "SELECT src, dst, source FROM graph_edges WHERE relation = 'SAME_AS'") \
         == [("person:maya-chen", "person:maya.chen@lumen.example", "gh")]
     # "Fixes #15" in the pull request, within its own set
-    assert ("ticket:lumen#16", "FIXES", "ticket:lumen#15") in set(rows(
+    assert ("ticket:gh/lumen#16", "FIXES", "ticket:gh/lumen#15") in set(rows(
         config, "SELECT src, relation, dst FROM graph_edges WHERE source = 'gh'"))
 
 
@@ -165,19 +165,19 @@ def test_commits_link_to_the_tickets_they_cite_and_tickets_to_files(project):
     clamp = f"commit:lumen/{shas['Clamp future timestamps']}"
     edges = set(rows(config, "SELECT src, relation, dst, evidence_text FROM graph_edges "
                              "WHERE extractor = 'cross_reference' AND src LIKE 'commit:%'"))
-    assert (dedupe, "MENTIONS", "ticket:LUM-4",
+    assert (dedupe, "MENTIONS", "ticket:jira/LUM-4",
             "[LUM-4] Dedupe key (station_id, observed_at, seq)") in edges
-    assert (clamp, "FIXES", "ticket:lumen#7", "Fixes #7") in edges
+    assert (clamp, "FIXES", "ticket:gh/lumen#7", "Fixes #7") in edges
     ticket_files = set(rows(config, "SELECT src, dst FROM graph_edges "
                                     "WHERE extractor = 'cross_reference' AND dst LIKE 'file:%'"))
-    assert ticket_files == {("ticket:LUM-4", "file:lumen/src/lumen/ingest/dedupe.py"),
-                            ("ticket:lumen#7", "file:lumen/src/lumen/ingest/clock.py")}
+    assert ticket_files == {("ticket:jira/LUM-4", "file:lumen/src/lumen/ingest/dedupe.py"),
+                            ("ticket:gh/lumen#7", "file:lumen/src/lumen/ingest/clock.py")}
 
 
 def test_cross_source_edges_carry_evidence_and_pass_the_checks(project):
     config, report = project["config"], project["first"]
-    [(evidence, text)] = rows(config, "SELECT evidence, evidence_text FROM graph_edges "
-                                      "WHERE src = 'note:notes/Dedupe.md' AND dst = 'ticket:LUM-4'")
+    [(evidence, text)] = rows(config, "SELECT evidence, evidence_text FROM graph_edges WHERE "
+                                      "src = 'note:notes/Dedupe.md' AND dst = 'ticket:jira/LUM-4'")
     assert text.startswith("We settled the dedupe key in LUM-4")
     assert rows(config, "SELECT count(*) FROM chunks WHERE list_contains(?, chunk_id)",
                 [evidence])[0][0] == len(evidence) >= 1
@@ -218,7 +218,7 @@ def test_search_for_a_ticket_subject_finds_the_ticket_and_its_mentions(project):
     commit = f"commit:lumen/{project['shas']['[LUM-4] Dedupe key (station_id, observed_at, seq)']}"
     assert commit in {edge["src"] for edge in neighbourhood["relationships"]["MENTIONS"]}
     mentions = neighbourhood["relationships"]["MENTIONS"]
-    assert {"src": "note:notes/Dedupe.md", "dst": "ticket:LUM-4"}.items() <= next(
+    assert {"src": "note:notes/Dedupe.md", "dst": "ticket:jira/LUM-4"}.items() <= next(
         m for m in mentions if m["src"] == "note:notes/Dedupe.md").items()
 
 
@@ -250,7 +250,7 @@ def test_edited_ticket_is_reprocessed_alone_and_deleted_ticket_goes_everywhere(p
     chunks = layer(report, "jira", "chunks")
     assert (chunks["changed"], chunks["deleted"], chunks["unchanged"]) == (1, 1, 10)
     assert layer(report, "jira", "knowledge_graph")["changed"] >= 1
-    assert rows(config, "SELECT title FROM graph_nodes WHERE node_key = 'ticket:LUM-6'") == [
+    assert rows(config, "SELECT title FROM graph_nodes WHERE node_key = 'ticket:jira/LUM-6'") == [
         ("LUM-6: Alert rule engine: frost and offline first, heavy rain later",)]
     [(path, reason)] = rows(config, "SELECT path, reason FROM ingest_failures "
                                     "WHERE source = 'jira'")
@@ -262,9 +262,9 @@ def test_edited_ticket_is_reprocessed_alone_and_deleted_ticket_goes_everywhere(p
     assert "failed_file_ratio" not in ratio  # a check of vaults: not run for a ticket set
     for sql in ("SELECT count(*) FROM tickets WHERE key = 'LUM-12'",
                 "SELECT count(*) FROM chunks WHERE path = 'tickets/LUM-12'",
-                "SELECT count(*) FROM graph_nodes WHERE node_key = 'ticket:LUM-12'",
-                "SELECT count(*) FROM graph_edges WHERE src = 'ticket:LUM-12' "
-                "OR dst = 'ticket:LUM-12'"):
+                "SELECT count(*) FROM graph_nodes WHERE node_key = 'ticket:jira/LUM-12'",
+                "SELECT count(*) FROM graph_edges WHERE src = 'ticket:jira/LUM-12' "
+                "OR dst = 'ticket:jira/LUM-12'"):
         assert rows(config, sql) == [(0,)], sql
     # lumen#7 cited LUM-12: the reference is unresolved again, not a dangling edge
     assert ("gh", "LUM-12", "unresolved") in set(rows(
@@ -272,7 +272,7 @@ def test_edited_ticket_is_reprocessed_alone_and_deleted_ticket_goes_everywhere(p
     knowledge = KnowledgeBase(config)
     try:
         graph = knowledge.snapshots.current().graph()
-        assert graph.node("ticket:LUM-12") is None
+        assert graph.node("ticket:jira/LUM-12") is None
         hits = knowledge.search_semantic("CBOR batch endpoint protocol v2 firmware", limit=10)
         assert "tickets/LUM-12" not in {hit.path for hit in hits}
     finally:
@@ -293,7 +293,7 @@ def test_a_ticket_set_dropped_from_the_configuration_is_purged(project):
         assert rows(config, f"SELECT count(*) FROM {table} WHERE source = 'gh'") == [(0,)]
     # the notes' references to the GitHub issues no longer resolve, and no repository
     # name is known for them any more
-    assert rows(config, "SELECT count(*) FROM graph_edges WHERE dst LIKE 'ticket:lumen#%'") \
+    assert rows(config, "SELECT count(*) FROM graph_edges WHERE dst LIKE 'ticket:gh/lumen#%'") \
         == [(0,)]
     assert ("notes", "lumen#7", "unknown_project") in set(rows(
         config, "SELECT source, target, reason FROM unresolved_references"))

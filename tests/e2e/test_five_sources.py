@@ -52,16 +52,16 @@ def test_a_search_for_a_decision_finds_the_thread_its_ticket_and_the_commit(publ
         graph.close()
     assert {node.key: node.distance for node in further.nodes}[INGEST_PAGE] == 2
     found = {(edge.src, edge.relation, edge.dst): edge for edge in around.edges}
-    assert {(DEDUPE_THREAD, "MENTIONS", "ticket:LUM-4"),
+    assert {(DEDUPE_THREAD, "MENTIONS", "ticket:lumen-jira/LUM-4"),
             (DEDUPE_THREAD, "MENTIONS", DEDUPE_COMMIT),
-            (DEDUPE_COMMIT, "MENTIONS", "ticket:LUM-4"),
+            (DEDUPE_COMMIT, "MENTIONS", "ticket:lumen-jira/LUM-4"),
             ("person:maya.chen@lumen.example", "AUTHORED", DEDUPE_THREAD),
             ("person:sam.novak@lumen.example", "AUTHORED", DEDUPE_COMMIT),
             ("person:sam.novak@lumen.example", "AUTHORED", DEDUPE_THREAD)} <= set(found)
     landed = found[(DEDUPE_THREAD, "MENTIONS", DEDUPE_COMMIT)]
     assert landed.evidence and "The key landed in 5d24297" in landed.evidence_text
     titles = {node.key: node.title for node in around.nodes}
-    assert titles["ticket:LUM-4"].startswith("LUM-4: ")
+    assert titles["ticket:lumen-jira/LUM-4"].startswith("LUM-4: ")
     assert titles[DEDUPE_COMMIT].startswith("[LUM-4] Dedupe key")
 
 
@@ -70,5 +70,5 @@ def test_the_wiki_page_recording_the_decision_links_to_the_same_ticket_and_commi
     config = published_project
     cited = {(relation, dst) for src, relation, dst in rows(
         config, "SELECT src, relation, dst FROM graph_edges WHERE src = ?", [INGEST_PAGE])}
-    assert {("MENTIONS", "ticket:LUM-4"), ("MENTIONS", DEDUPE_COMMIT),
+    assert {("MENTIONS", "ticket:lumen-jira/LUM-4"), ("MENTIONS", DEDUPE_COMMIT),
             ("PARENT", "page:lumen-wiki/65538")} <= cited

@@ -122,7 +122,7 @@ def test_a_ticket_is_found_by_what_it_reports_and_read_back_over_mcp(answers):
     assert not graph.is_error, graph.content[0].text
     center, relationships = (graph.structured_content["center"],
                              graph.structured_content["relationships"])
-    assert (center["key"], center["title"]) == ("ticket:AC-471", hit["title"])
+    assert (center["key"], center["title"]) == (f"ticket:{TICKETS}/AC-471", hit["title"])
     properties = center["properties"]
     assert (properties["status"], properties["type"]) == (fields["status"]["name"],
                                                           fields["issuetype"]["name"])
@@ -132,7 +132,7 @@ def test_a_ticket_is_found_by_what_it_reports_and_read_back_over_mcp(answers):
 
     def linked(relation: str) -> set[str]:
         return {edge["dst_title"] for edge in relationships[relation]
-                if edge["src"] == "ticket:AC-471"}
+                if edge["src"] == f"ticket:{TICKETS}/AC-471"}
 
     assert linked("ASSIGNED_TO") == {fields["assignee"]["displayName"]}
     assert linked("REPORTED_BY") == {fields["reporter"]["displayName"]}

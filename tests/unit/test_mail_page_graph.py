@@ -273,7 +273,7 @@ def test_citations_become_edges_both_ways_and_ambiguity_is_listed_without_warnin
                   reference(page_key("wiki", INGEST), MESSAGE, "c@lumen.example"),
                   reference(DEDUPE, NOTE, "Ingest API"),
                   reference(DEDUPE, PAGE, "99999")]
-    edges, unresolved = resolve_references(references, NODES)
+    edges, unresolved = resolve_references(references, ReferenceIndex(NODES))
 
     assert {(e.src, e.relation, e.dst, e.origin) for e in edges} == {
         (note, "LINKS_TO", page_key("wiki", INGEST), f"xref:{note}"),

@@ -116,8 +116,9 @@ def test_line_and_span_evidence():
 def test_index_resolves_against_nodes_of_every_source():
     sha = "3f2a9c1d" + "0" * 32
     nodes = [
-        {"node_key": "ticket:LUM-4", "type": "ticket", "properties": {"system": "jira"}},
-        {"node_key": "ticket:lumen#7", "type": "ticket",
+        {"node_key": "ticket:jira/LUM-4", "type": "ticket",
+         "properties": {"system": "jira", "key": "LUM-4"}},
+        {"node_key": "ticket:gh/lumen#7", "type": "ticket",
          "properties": '{"system": "github", "repo": "lumen", "repo_full": "example/lumen", '
                        '"number": 7}'},
         {"node_key": f"commit:lumen/{sha}", "type": "commit", "properties": {"sha": sha}},
@@ -127,11 +128,11 @@ def test_index_resolves_against_nodes_of_every_source():
          "properties": {"path": "ingest/writer.py"}},
     ]
     index = ReferenceIndex(nodes)
-    assert index.resolve(JIRA, "LUM-4") == (("ticket:LUM-4",), "resolved")
+    assert index.resolve(JIRA, "LUM-4") == (("ticket:jira/LUM-4",), "resolved")
     assert index.resolve(JIRA, "LUM-13") == ((), "unresolved")
     assert index.resolve(JIRA, "UTF-8") == ((), "unknown_project")
     for written in ("lumen#7", "example/lumen#7", "Example/Lumen#7"):
-        assert index.resolve(GITHUB, written) == (("ticket:lumen#7",), "resolved")
+        assert index.resolve(GITHUB, written) == (("ticket:gh/lumen#7",), "resolved")
     assert index.resolve(GITHUB, "lumen#99") == ((), "unresolved")
     assert index.resolve(COMMIT, "3f2a9c1d") == ((f"commit:lumen/{sha}",), "resolved")
     assert index.resolve(COMMIT, "3f2a9c1")[1] == "ambiguous"

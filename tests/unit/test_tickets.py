@@ -204,50 +204,49 @@ def test_a_declared_format_rejects_files_of_the_other_format(tmp_path):
         ("issues.json", "holds GitHub issues, but the ticket set's format is jira")]
 
 
-def whole_text_chunks(ticket_set) -> list[dict]:
-    return [{"chunk_id": f"chunk-{key}", "doc_key": f"ticket:{key}", "char_start": 0,
+def whole_text_chunks(ticket_set, source: str) -> list[dict]:
+    return [{"chunk_id": f"chunk-{key}", "doc_key": f"ticket:{source}/{key}", "char_start": 0,
              "char_end": len(ticket["text"])} for key, ticket in ticket_set.tickets.items()]
 
 
 def test_ticket_graph_normalises_link_direction_and_defers_outside_targets(jira):
-    graph = extract_ticket_graph("lumen-jira", list(jira.tickets.values()),
-                                 whole_text_chunks(jira))
+    graph = extract_ticket_graph("j", list(jira.tickets.values()), whole_text_chunks(jira, "j"))
     blocks = {(e.src, e.dst, e.origin) for e in graph.edges if e.relation == "BLOCKS"}
-    assert ("ticket:LUM-4", "ticket:LUM-6", "ticket:LUM-6") in blocks   # "is blocked by"
-    assert ("ticket:LUM-4", "ticket:LUM-6", "ticket:LUM-4") in blocks   # "blocks"
-    [edge] = [e for e in graph.edges if e.origin == "ticket:LUM-6" and e.relation == "BLOCKS"]
+    assert ("ticket:j/LUM-4", "ticket:j/LUM-6", "ticket:j/LUM-6") in blocks   # "is blocked by"
+    assert ("ticket:j/LUM-4", "ticket:j/LUM-6", "ticket:j/LUM-4") in blocks   # "blocks"
+    [edge] = [e for e in graph.edges if e.origin == "ticket:j/LUM-6" and e.relation == "BLOCKS"]
     assert edge.evidence == ("chunk-LUM-6",) and "is blocked by LUM-4" in edge.evidence_text
     [duplicate] = [r for r in graph.references if r.target == "LUM-13"]
     assert (duplicate.src, duplicate.relation, duplicate.inverse) == (
-        "ticket:LUM-10", "DUPLICATES", True)
+        "ticket:j/LUM-10", "DUPLICATES", True)
     titles = {n.key: n.title for n in graph.nodes if n.type == "person"}
     assert titles["person:maya.chen@lumen.example"] == "Maya Chen"
     assert {n.key for n in graph.nodes if n.type == "ticket"} == {
-        f"ticket:LUM-{n}" for n in range(1, 13)}
+        f"ticket:j/LUM-{n}" for n in range(1, 13)}
     # text references inside the set are edges, to other sets references
-    assert ("ticket:LUM-1", "MENTIONS", "ticket:LUM-3") in {
+    assert ("ticket:j/LUM-1", "MENTIONS", "ticket:j/LUM-3") in {
         (e.src, e.relation, e.dst) for e in graph.edges}
-    assert {(r.kind, r.target) for r in graph.references if r.origin == "ticket:LUM-4"} == {
+    assert {(r.kind, r.target) for r in graph.references if r.origin == "ticket:j/LUM-4"} == {
         ("github", "lumen#7"), ("path", "src/lumen/ingest/dedupe.py")}
 
 
 def test_ticket_graph_fingerprints_change_only_for_the_edited_ticket(jira):
     tickets = list(jira.tickets.values())
-    before = extract_ticket_graph("j", tickets, whole_text_chunks(jira)).fingerprints
+    before = extract_ticket_graph("j", tickets, whole_text_chunks(jira, "j")).fingerprints
     edited = [{**t, "summary": "Alert engine, frost first"} if t["key"] == "LUM-6" else t
               for t in tickets]
-    after = extract_ticket_graph("j", edited, whole_text_chunks(jira)).fingerprints
-    assert {origin for origin in before if before[origin] != after[origin]} == {"ticket:LUM-6"}
+    after = extract_ticket_graph("j", edited, whole_text_chunks(jira, "j")).fingerprints
+    assert {origin for origin in before if before[origin] != after[origin]} == {"ticket:j/LUM-6"}
 
 
 def test_github_graph_has_fixes_within_the_set_and_references_to_jira(github):
     graph = extract_ticket_graph("gh", list(github.tickets.values()),
-                                 whole_text_chunks(github))
-    assert ("ticket:lumen#16", "FIXES", "ticket:lumen#15") in {
+                                 whole_text_chunks(github, "gh"))
+    assert ("ticket:gh/lumen#16", "FIXES", "ticket:gh/lumen#15") in {
         (e.src, e.relation, e.dst) for e in graph.edges}
     assert {(r.origin, r.target) for r in graph.references} >= {
-        ("ticket:lumen#7", "LUM-12"), ("ticket:lumen#15", "LUM-7")}
-    node = next(n for n in graph.nodes if n.key == "ticket:lumen#16")
+        ("ticket:gh/lumen#7", "LUM-12"), ("ticket:gh/lumen#15", "LUM-7")}
+    node = next(n for n in graph.nodes if n.key == "ticket:gh/lumen#16")
     assert node.properties["is_pull_request"] and node.properties["repo_full"] == "example/lumen"
 
 

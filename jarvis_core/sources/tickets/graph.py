@@ -1,9 +1,11 @@
 """The knowledge graph of one ticket set, extracted from its stored ``tickets`` and ``chunks``.
 
-Each ticket is a node (``ticket:LUM-4``, ``ticket:lumen#7``) with its fields as properties;
-assignee, reporter and commenters are person nodes (identities folded by
-``jarvis_core.sources.people``); labels are tags shared with notes; issue links become typed edges
-read in their outward direction (``LUM-4 -BLOCKS-> LUM-6`` whichever side states it).
+Each ticket is a node keyed by its source, like its document (``ticket:lumen-jira/LUM-4``,
+``ticket:lumen-github/lumen#7``): the same key in two ticket sets (a project exported twice)
+is two nodes, which ``cross_source`` links by SAME_AS. Its fields are properties; assignee,
+reporter and commenters are person nodes (identities folded by ``jarvis_core.sources.people``);
+labels are tags shared with notes; issue links become typed edges read in their outward
+direction (``LUM-4 -BLOCKS-> LUM-6`` whichever side states it).
 References in the text (tickets, commits, repository paths) and links to tickets outside
 the set are returned as ``GraphReference`` for ``cross_source_links`` to resolve against
 every source. Every edge cites the ticket's chunks holding the line it was read from.
@@ -34,8 +36,9 @@ TICKET_PREFIX = "ticket:"
 _PERSON_ROLES = (("assignee", "ASSIGNED_TO", "Assignee"), ("reporter", "REPORTED_BY", "Reporter"))
 
 
-def ticket_key(key: str) -> str:
-    return TICKET_PREFIX + key
+def ticket_key(source: str, key: str) -> str:
+    """``ticket:<source>/<KEY>``: the ticket's document and node key."""
+    return f"{TICKET_PREFIX}{source}/{key}"
 
 
 def ticket_path(key: str) -> str:
@@ -61,15 +64,15 @@ def _node(source: str, ticket: dict) -> Node:
     properties = {name: ticket[name] for name in (
         "system", "number", "repo", "status", "type", "priority", "labels", "components",
         "fix_versions", "url", "is_pull_request") if ticket[name] not in (None, [], "")}
-    properties["path"] = ticket_path(ticket["key"])
+    properties["key"], properties["path"] = ticket["key"], ticket_path(ticket["key"])
     if ticket["system"] == GITHUB and ticket["url"]:
         properties["repo_full"] = github_repo_of({"html_url": ticket["url"]})
     for name, column in (("created", "created_at"), ("updated", "updated_at"),
                          ("resolved", "resolved_at")):
         if ticket[column]:
             properties[name] = ticket[column].isoformat()
-    return Node(ticket_key(ticket["key"]), "ticket", f"{ticket['key']}: {ticket['summary']}",
-                source, properties)
+    return Node(ticket_key(source, ticket["key"]), "ticket",
+                f"{ticket['key']}: {ticket['summary']}", source, properties)
 
 
 class _TicketText:
@@ -98,9 +101,9 @@ def extract_ticket_graph(source: str, tickets: list[dict], chunks: list[dict]) -
         if row["system"] == GITHUB:
             full = github_repo_of({"html_url": row["url"]}) if row["url"] else None
             for alias in github_aliases(row["repo"], full, row["number"]):
-                by_alias[alias] = ticket_key(row["key"])
+                by_alias[alias] = ticket_key(source, row["key"])
         else:
-            by_alias[row["key"]] = ticket_key(row["key"])
+            by_alias[row["key"]] = ticket_key(source, row["key"])
     chunks_by_doc: dict[str, list[dict]] = {}
     for chunk in chunks:
         chunks_by_doc.setdefault(chunk["doc_key"], []).append(chunk)
@@ -124,7 +127,7 @@ def extract_ticket_graph(source: str, tickets: list[dict], chunks: list[dict]) -
                 mentions.add(Mention(chunk_id, dst if src == origin else src, origin, source))
 
     for row in rows:
-        origin = ticket_key(row["key"])
+        origin = ticket_key(source, row["key"])
         nodes[origin] = _node(source, row)
         text = _TicketText(row, chunks_by_doc.get(origin, []))
         _people(row, origin, text, people, nodes, add_edge)
@@ -159,7 +162,7 @@ def extract_ticket_graph(source: str, tickets: list[dict], chunks: list[dict]) -
 
     edge_list = sorted(edges.values(), key=lambda e: (e.src, e.relation, e.dst, e.origin))
     return SourceGraph.assemble(
-        nodes, (ticket_key(row["key"]) for row in rows), edge_list, [],
+        nodes, (ticket_key(source, row["key"]) for row in rows), edge_list, [],
         sorted(mentions, key=lambda m: (m.chunk_id, m.node_key)),
         references=sorted(references, key=lambda r: (r.origin, r.line, r.kind, r.target)))
 

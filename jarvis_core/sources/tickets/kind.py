@@ -26,7 +26,7 @@ TICKETS = SourceKind(
         "cannot be read are recorded in ``ingest_failures`` and the rest goes on.",
         ("duckdb", "json")),
     documents=(DocumentType("ticket", """
-        SELECT source, 'ticket' AS source_type, 'ticket:' || key AS doc_key,
+        SELECT source, 'ticket' AS source_type, 'ticket:' || source || '/' || key AS doc_key,
                'tickets/' || key AS path, key || ': ' || summary AS title, text,
                content_hash AS doc_hash, coalesce(updated_at, created_at) AS modified_at,
                labels AS tags, [lower(key)] AS names

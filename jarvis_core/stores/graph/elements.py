@@ -2,9 +2,11 @@
 
 Keys are namespaced and canonical (``note:<vault>/<path>``, ``tag:<name>``, ``link:<url>``,
 ``commit:<repo>/<sha>``, ``file:<source>/<path>``, ``repo_doc:<repo>/<path>``,
-``component:<repo>/<name>``, ``person:<canonical id>``, ``ticket:<KEY>`` for Jira and
-``ticket:<owner/repo or repo>#<n>`` for GitHub). Every edge names its *origin*: the
-document whose content produced it, and its evidence. A changed document's subgraph is
+``component:<repo>/<name>``, ``person:<canonical id>``, ``ticket:<source>/<KEY>`` for Jira
+and ``ticket:<source>/<owner/repo or repo>#<n>`` for GitHub, ``thread:<source>/<id>``,
+``page:<source>/<id>``): a document's key carries its source, so the same item in two
+sources is two nodes (``cross_source`` links them by SAME_AS). Every edge names its
+*origin*: the document whose content produced it, and its evidence. A changed document's subgraph is
 rewritten by deleting the edges of that origin and inserting the new ones; a node other than
 a document (note, commit, repo doc, ticket) that no edge touches any more is garbage.
 """
