@@ -12,13 +12,13 @@ import pytest
 
 from jarvis_assets.partitions import kind_partitions, source_partitions
 from jarvis_core.sources import registry
+from jarvis_pipeline import refresh
 from jarvis_pipeline.instance import dagster_home, project_instance
 from jarvis_pipeline.instance_storage import (
     KeptEngineEventLogStorage,
     KeptEngineRunStorage,
     KeptEngineScheduleStorage,
 )
-from jarvis_pipeline import refresh
 from jarvis_pipeline.refresh import run_refresh
 from tests.dagster.sensor_helpers import CHANGE_SENSORS, NOTE, PARTITIONS_SENSOR, make_vault, tick
 from tests.pipeline_helpers import name_a_storage, write_config
