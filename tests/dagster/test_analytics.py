@@ -371,7 +371,7 @@ def test_materialization_shows_tables_and_charts(analysed):
     assert meta["snapshot_id"] == analysed["snapshot_id"] and meta["notes"] == 53
     assert "Projects/Lumen/Lumen.md" in meta["top_hubs"]
     assert (meta["orphans"], meta["broken_links"], meta["communities"]) == (
-        1, 6, analysed["figures"]["totals"]["communities"])
+        1, 5, analysed["figures"]["totals"]["communities"])
     assert "Kafka Migration Plan" in meta["broken_link_list"]
     for chart in ("chart_community_sizes", "chart_degree_distribution"):
         encoded = re.fullmatch(r"!\[[^\]]+\]\(data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)\)",
