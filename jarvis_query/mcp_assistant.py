@@ -35,7 +35,13 @@ from jarvis_query import mcp_arguments as arg
 from jarvis_query import mcp_schemas as out
 from jarvis_query import memory as memory_tools
 from jarvis_query.mcp_access import Access
-from jarvis_query.mcp_server import SERVER_NAME, JarvisMCPServer, answer, build_server
+from jarvis_query.mcp_server import (
+    SERVER_NAME,
+    JarvisMCPServer,
+    answer,
+    build_server,
+    correlation_id,
+)
 from jarvis_query.render_assistant import (
     render_forget,
     render_health,
@@ -106,13 +112,12 @@ class AssistantServer(JarvisMCPServer):
             result = await super().call_tool(name, arguments, context)
         finally:
             Access.reset(token)
-        structured = result.structured_content or {}
         error = result.content[0].text if result.is_error and result.content else None
         await anyio.to_thread.run_sync(partial(
             self.access.record, caller, name, arguments,
-            correlation_id=structured.get("correlation_id", "-"),
+            correlation_id=correlation_id(result),
             duration_ms=(time.perf_counter() - started) * 1000,
-            data=None if error else structured, error=error))
+            data=None if error else result.structured_content or {}, error=error))
         return result
 
     async def _handle_list_resources(self, ctx, params) -> ListResourcesResult:

@@ -6,7 +6,8 @@ answer is readable text plus structured JSON carrying ``schema_version`` and a
 ``correlation_id`` that the server also logs, with the tool name and duration, to stderr
 and optionally a log file; stdout is the protocol and nothing else writes to it. Failures
 come back as tool results with ``isError`` set and text starting ``Error: …``
-(``Error reading note: …`` for read-note), never as crashes.
+(``Error reading note: …`` for read-note), never as crashes; their envelope and error type
+ride in ``_meta``.
 """
 
 from __future__ import annotations
@@ -52,9 +53,17 @@ def _envelope(data: dict) -> dict:
 
 
 def error_result(message: str, kind: str) -> CallToolResult:
+    """The message as text and no ``structuredContent``: TypeScript-SDK clients (the MCP
+    Inspector) check structured content against the tool's ``outputSchema`` even when
+    ``isError`` is set, and would show a schema error instead of the message. The error's
+    type and the envelope ride in ``_meta``, which no schema constrains."""
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True,
-                          structured_content=_envelope({"error": {"type": kind,
-                                                                  "message": message}}))
+                          _meta=_envelope({"error_type": kind}))
+
+
+def correlation_id(result: CallToolResult) -> str:
+    """The id a result was logged under: in its structured content, or an error's ``_meta``."""
+    return (result.structured_content or result.meta or {}).get("correlation_id", "-")
 
 
 def answer(compute: Callable[[], dict], render: Callable[[dict], str]) -> CallToolResult:

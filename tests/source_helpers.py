@@ -77,9 +77,10 @@ class Extracted:
         self.graph = extract_vault_graph(VAULT, self.notes, self.chunks,
                                          attachments=self.attachments, **options)
 
-    def edges(self, relation=None, extractor=None, origin=None):
+    def edges(self, relation=None, extractor=None, origin=None, confidence=None):
         return [e for e in self.graph.edges if (relation in (None, e.relation))
-                and (extractor in (None, e.extractor)) and (origin in (None, e.origin))]
+                and (extractor in (None, e.extractor)) and (origin in (None, e.origin))
+                and (confidence in (None, e.confidence))]
 
     def triples(self, **filters) -> set[tuple[str, str, str]]:
         return {(e.src, e.relation, e.dst) for e in self.edges(**filters)}

@@ -4,7 +4,8 @@ text, and their resolution.
 One module holds every pattern, so notes, commit messages and ticket text cite things the
 same way:
 
-- Jira keys ``LUM-4``, ``[LUM-4]``, and keys inside branch names of merge messages
+- Jira keys ``LUM-4``, ``[LUM-4]``, ``[LUM-4b]`` (a letter suffix, in brackets only), and
+  keys inside branch names of merge messages
   (``Merge branch 'feature/lum-6-alert-rules'``).
 - GitHub issues ``owner/repo#12``, ``repo#12`` (the vault writes ``lumen#7``), issue and
   pull-request URLs, and — when the citing source knows its repository — ``fixes #12`` /
@@ -45,6 +46,8 @@ CROSS_ORIGIN_PREFIX = "xref:"
 CROSS_EXTRACTOR = "cross_reference"
 
 _JIRA_KEY = re.compile(r"(?<![A-Za-z0-9_-])([A-Z][A-Z0-9_]{1,9}-[1-9][0-9]{0,6})(?![A-Za-z0-9_])")
+# "[ABC-784d] fix ...": one letter after a bracketed key marks another commit for the ticket
+_SUFFIXED_KEY = re.compile(r"(?<=\[)([A-Z][A-Z0-9_]{1,9}-[1-9][0-9]{0,6})[A-Za-z](?=\])")
 _MERGE_BRANCH = re.compile(
     r"Merge (?:remote-tracking )?branch '([^']+)'|Merge pull request #\d+ from (\S+)")
 _BRANCH_KEY = re.compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9_]{1,9}-[1-9][0-9]{0,6})(?![0-9])")
@@ -113,7 +116,7 @@ def find_references(text: str, *, default_repo: str | None = None,
             found[key] = Reference(kind, target, relation, text[start:end], start, end, line)
 
     fixes = {match.start(1) for match in _CLOSING_JIRA.finditer(text)}
-    for match in _JIRA_KEY.finditer(text):
+    for match in (*_JIRA_KEY.finditer(text), *_SUFFIXED_KEY.finditer(text)):
         add(JIRA, match.group(1), FIXES if match.start(1) in fixes else MENTIONS,
             match.start(1), match.end(1))
     for match in _MERGE_BRANCH.finditer(text):

@@ -46,6 +46,9 @@ ANALYZER = "jarvis_en"
 MAX_TOKEN_CHARS = 40
 WRITER_HEAP_BYTES = 50_000_000
 SNIPPET_CHARS = 240
+# Ends a chunk's title and heading path in its indexed body: the analyzer splits at it as at
+# a line break, and a preview is made of what follows it, the chunk's text, alone.
+TEXT_MARK = "\x1e"
 CHUNKS_DIR, NAMES_DIR, LEDGER_FILE = "chunks", "names", "ledger.sqlite"
 _LOCK_FILES = (".tantivy-writer.lock", ".tantivy-meta.lock")
 
@@ -105,9 +108,20 @@ def _open_index(path: Path, schema: tantivy.Schema, create: bool) -> tantivy.Ind
 
 
 def chunk_body(title: str | None, heading_path: Sequence[str] | None, text: str | None) -> str:
-    """The one indexed field of a chunk: title, heading path and text."""
+    """The one indexed field of a chunk: title and heading path (they rank a chunk), then
+    ``TEXT_MARK`` and the text."""
     heading = " > ".join(heading_path or [])
-    return "\n".join(part for part in (title, heading, text) if part)
+    prefix = "\n".join(part.replace(TEXT_MARK, " ") for part in (title, heading) if part)
+    return f"{prefix}{TEXT_MARK}{text or ''}"
+
+
+def _preview(generator: tantivy.SnippetGenerator, body: str) -> str:
+    """The chunk text's best passage with the matched words marked, without the title and
+    headings indexed before it (a body indexed before ``TEXT_MARK`` existed is shown
+    whole); "" when only they matched, and the caller shows the text's start."""
+    prefix, mark, text = body.partition(TEXT_MARK)
+    snippet = generator.snippet_from_doc(tantivy.Document(body=text if mark else prefix))
+    return highlighted(snippet) if snippet.fragment() else ""
 
 
 def _fingerprint(*parts: object) -> str:
@@ -350,7 +364,7 @@ class KeywordSearcher:
         hits = []
         for score, address in searcher.search(full, limit, count=False).hits:
             document = searcher.doc(address)
-            preview = highlighted(generator.snippet_from_doc(document)) if generator else ""
+            preview = _preview(generator, document["body"][0]) if generator else ""
             hits.append(KeywordHit(document["chunk_id"][0], float(score), preview))
         return sorted(hits, key=lambda hit: (-hit.score, hit.chunk_id))
 

@@ -161,7 +161,11 @@ class _DocumentChunker:
             self.unit_starts.insert(0, 0)  # text with no block of its own, e.g. link references
 
     def sections(self) -> list[tuple[tuple[str, ...], list[_Unit]]]:
-        """Units grouped by heading, each group with its heading path (outermost first)."""
+        """Units grouped by heading, each group with its heading path (outermost first).
+
+        A heading with nothing under it (``## Comments`` right before ``### Maya``) is no
+        section of its own: it joins the section after it, or the one before it when none
+        follows, so no chunk is a bare heading unless the body is nothing else."""
         bounds = [*self.unit_starts, len(self.body)]
         units = [(unit_start, span) for unit_start, span
                  in zip(self.unit_starts, map(self._trim, bounds, bounds[1:])) if span]
@@ -175,7 +179,19 @@ class _DocumentChunker:
                 open_headings = [*outer, (level, text)]
                 sections.append((tuple(text for _, text in open_headings if text), []))
             sections[-1][1].append(_Unit(start, end, tokens))
-        return [section for section in sections if section[1]]
+        joined: list[tuple[tuple[str, ...], list[_Unit]]] = []
+        bare_headings: list[_Unit] = []
+        for index, (heading_path, section_units) in enumerate(sections):
+            if index and len(section_units) == 1:  # a heading alone
+                bare_headings.extend(section_units)
+            elif section_units:
+                joined.append((heading_path, [*bare_headings, *section_units]))
+                bare_headings = []
+        if bare_headings and joined:
+            joined[-1][1].extend(bare_headings)
+        elif bare_headings:
+            joined.append((sections[-1][0], bare_headings))
+        return joined
 
     def fitted_header(self, header: str) -> str:
         """The header, cut short if it would leave less than half the budget for text."""
@@ -202,10 +218,9 @@ class _DocumentChunker:
             overlap_limit = min(self.overlap_tokens, budget - pieces[first].tokens)
             overlap = self._overlap(*previous, overlap_limit) if previous else None
             room = budget - (overlap[1] if overlap else 0)
-            stop = first
-            while stop < len(pieces) and pieces[stop].tokens <= room:
-                room -= pieces[stop].tokens
-                stop += 1
+            stop = _fill(pieces, first, room)
+            if self._cut_after_headings(pieces, first, stop, room, budget):
+                stop = _fill(pieces, first, room)
             while True:
                 start = overlap[0] if overlap else pieces[first].start
                 end = pieces[stop - 1].end
@@ -229,6 +244,29 @@ class _DocumentChunker:
             previous = (start, end)
             first = stop
         return chunks
+
+    def _is_heading(self, piece: _Piece) -> bool:
+        return piece.start in self.headings
+
+    def _cut_after_headings(self, pieces: list[_Piece], first: int, stop: int, room: int,
+                            budget: int) -> bool:
+        """Whether ``pieces[stop]`` was cut finer in place because the chunk of
+        ``pieces[first:stop]`` starts with headings and holds next to nothing else (a fence's
+        first line): its first parts then fill the chunk, so that headings share a chunk with
+        their text (when at least a token window's worth of room is left)."""
+        if stop == len(pieces) or not self._is_heading(pieces[first]):
+            return False
+        text = first
+        while text < stop and self._is_heading(pieces[text]):
+            text += 1
+        window = budget // _WINDOWS_PER_CHUNK
+        left = room - sum(piece.tokens for piece in pieces[first:stop])
+        after = pieces[stop]
+        if (left < window or self._is_heading(after)
+                or sum(piece.tokens for piece in pieces[text:stop]) >= window):
+            return False
+        pieces[stop:stop + 1] = self._split(after.start, after.end, after.kind, left)
+        return True
 
     def _split(self, start: int, end: int, kind: str, budget: int) -> list[_Piece]:
         """Pieces of an oversized span, cut as coarsely as lets each fit ``budget``."""
@@ -327,6 +365,15 @@ class _DocumentChunker:
 
     def _content_tokens(self, texts: list[str]) -> list[int]:
         return [count - self.special_tokens for count in self.counter.count(texts)]
+
+
+def _fill(pieces: list[_Piece], first: int, room: int) -> int:
+    """The end of the run of pieces from ``first`` whose tokens fit ``room``."""
+    stop = first
+    while stop < len(pieces) and pieces[stop].tokens <= room:
+        room -= pieces[stop].tokens
+        stop += 1
+    return stop
 
 
 def _plain_text(inline_token) -> str:

@@ -20,7 +20,7 @@ from jarvis_core.stores.transaction import transaction
 from jarvis_core.text.chunking import chunk_document
 from jarvis_core.text.tokens import TokenCounter
 
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2  # 2: a heading with nothing under it joins the section after it
 PROGRESS_EVERY = 100  # documents between progress reports
 
 @dataclass(frozen=True)

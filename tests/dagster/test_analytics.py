@@ -88,8 +88,9 @@ class Vault:
     def _links(self) -> set[tuple[str, str]]:
         links = set()
         for row in _tsv("## Appendix C"):                 # wikilinks and embeds in bodies
-            if row["resolves_to"].endswith(".md") and " | " not in row["resolves_to"]:
-                links.add((row["source"], row["resolves_to"]))
+            target = row["resolves_to"].removeprefix("AMBIGUOUS: ").split(" | ")[0]
+            if target.endswith(".md"):                     # a shared name: Obsidian's pick
+                links.add((row["source"], target))
         for row in _tsv("## Appendix A"):                 # link-holding frontmatter fields
             if row["field"] not in ("tags", "aliases"):
                 links |= {(row["note"], self.resolve(t))
@@ -136,14 +137,12 @@ class Vault:
         return tags
 
     def broken(self) -> list[tuple[str, str, str, int]]:
-        """(target, reason, source path, line) of every broken or ambiguous body link."""
+        """(target, reason, source path, line) of every broken body link."""
         found = []
         for row in _tsv("## Appendix C"):
             target = row["raw"].strip("![]").split("|")[0].split("#")[0]
             if row["resolves_to"] == "BROKEN":
                 found.append((target, "unresolved", row["source"], int(row["line"])))
-            elif row["resolves_to"].startswith("AMBIGUOUS"):
-                found.append((target, "ambiguous", row["source"], int(row["line"])))
         return found
 
 
@@ -268,9 +267,9 @@ def test_links_orphans_and_dead_ends(analysed):
 def test_broken_links_with_their_sources(analysed):
     figures = analysed["figures"]
     broken = analysed["vault"].broken()
-    assert len(broken) == 6        # section 9: 5 unresolved occurrences and 1 ambiguous
-    assert figures["totals"]["broken_links"] == 6
-    assert figures["totals"]["broken_targets"] == len({(t, r) for t, r, _, _ in broken}) == 5
+    assert len(broken) == 5        # section 9: 5 unresolved occurrences ([[Retro]] resolves)
+    assert figures["totals"]["broken_links"] == 5
+    assert figures["totals"]["broken_targets"] == len({(t, r) for t, r, _, _ in broken}) == 4
     got = {(b["target"], b["reason"], s["path"], s["line"])
            for b in figures["broken_links"] for s in b["sources"]}
     assert got == set(broken)
@@ -372,7 +371,7 @@ def test_materialization_shows_tables_and_charts(analysed):
     assert meta["snapshot_id"] == analysed["snapshot_id"] and meta["notes"] == 53
     assert "Projects/Lumen/Lumen.md" in meta["top_hubs"]
     assert (meta["orphans"], meta["broken_links"], meta["communities"]) == (
-        1, 6, analysed["figures"]["totals"]["communities"])
+        1, 5, analysed["figures"]["totals"]["communities"])
     assert "Kafka Migration Plan" in meta["broken_link_list"]
     for chart in ("chart_community_sizes", "chart_degree_distribution"):
         encoded = re.fullmatch(r"!\[[^\]]+\]\(data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)\)",

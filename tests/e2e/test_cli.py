@@ -53,7 +53,7 @@ def test_refresh_then_status_as_json(sample_config):
     [row] = status["sources"]
     assert (row["name"], row["kind"], row["notes"]) == ("sample", "vault", 53)
     assert row["chunks"] == source["layers"]["chunks"]["rows"] == row["vectors"]
-    assert row["edges"] > 0 and row["broken_links"] == 6
+    assert row["edges"] > 0 and row["broken_links"] == 5  # VAULT_FEATURES.md section 9
     assert status["published"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
 
 

@@ -90,6 +90,22 @@ def test_bm25_ranking_analyzer_and_highlighted_previews(published):
     assert searcher.search("!!! ???") == []
 
 
+def test_previews_show_the_chunk_text_once_without_its_title_and_headings(tmp_path):
+    # the sample's Alerting note, whose preview read "Alerting Alerting # Alerting The ..."
+    alerting = chunk("alerting", "# Alerting\n\nThe alerting worker evaluates rules once a "
+                     "minute.", title="Alerting", heading_path=["Alerting"])
+    runbook = chunk("runbook", "Restart the ingest worker.", title="Backlog Runbook")
+    with KeywordIndex(tmp_path / "work") as index:
+        index.sync_source("v", frame(alerting, runbook))
+        index.publish_copy(tmp_path / "copy")
+    searcher = KeywordSearcher(tmp_path / "copy")
+    [hit] = searcher.search("alerting", 10, snippets=True)
+    assert hit.snippet == "# **Alerting** The **alerting** worker evaluates rules once a minute"
+    # the title still ranks; found by it alone, the preview is left to the chunk's start
+    [hit] = searcher.search("backlog", 10, snippets=True)
+    assert hit.chunk_id == "runbook" and hit.snippet == ""
+
+
 def test_filters_mean_what_the_vector_filters_mean(published):
     root, _ = published
     searcher = KeywordSearcher(root / "copy")

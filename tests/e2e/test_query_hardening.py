@@ -298,7 +298,7 @@ def test_no_readable_version_is_one_clear_error(damaged_copy):
                         await client.call_tool("list-vaults", {}))
 
         search, listed = anyio.run(call)
-        assert search.is_error and search.structured_content["error"]["type"] == "corrupt"
+        assert search.is_error and search.meta["error_type"] == "corrupt"
         assert not listed.is_error  # the configuration still lists the sources
     finally:
         kb.close()

@@ -4,14 +4,17 @@ import base64
 import hashlib
 import random
 import time
+from pathlib import Path
 
 import pytest
 
+from jarvis_core.sources.tickets.export import read_ticket_set
 from jarvis_core.stores.vectors.base import embedding_text
 from jarvis_core.text.chunking import Chunk, chunk_document, chunk_id, context_header
 from jarvis_core.text.tokens import token_counter
 
 DOC_KEY = "note:sample/Projects/Lumen/Ingest API.md"
+JIRA_AC = Path(__file__).resolve().parents[1] / "data" / "jira-ac"  # two real Jira issues
 WORDS = ("ingest retries backoff queue worker lease timeout idempotent payload schema "
          "vector index shard replica cursor batch window").split()
 
@@ -116,6 +119,32 @@ def test_heading_paths_follow_nested_and_setext_headings(counter):
     ]
     assert chunks[2].embed_text == "Ingest API > Retries\n\n## Retries\n\nRetry text."
     assert_valid_chunks(chunks, body, counter)
+
+
+def test_a_heading_with_nothing_under_it_joins_the_section_after_it(counter):
+    # a real ticket of the AC export: facts, description, "## Comments", one comment
+    ticket = read_ticket_set(JIRA_AC, "ac").tickets["AC-1188"]
+    body = ticket["text"]
+    chunks = chunk(body, counter, title=f"AC-1188 {ticket['summary']}", doc_key="ticket:AC-1188")
+    assert [c.heading_path for c in chunks] == [(), ("Comments", "Aminul Islam 2015-11-03")]
+    assert chunks[1].text.startswith("## Comments\n\n### Aminul Islam 2015-11-03\n\nHi ,")
+    assert_valid_chunks(chunks, body, counter, title=f"AC-1188 {ticket['summary']}")
+    # a note: empty headings join what follows them, a last one what precedes it
+    body = "# Lumen\n\n## Design\n\n### Alerts\n\nRules per station.\n\n## Open questions\n"
+    assert [(c.heading_path, c.text) for c in chunk(body, counter)] == [
+        (("Lumen", "Design", "Alerts"), body.strip())]
+
+
+def test_headings_share_a_chunk_with_their_text_when_it_is_cut(small_counter):
+    # a comment holding a pasted log whose lines each nearly fill a chunk (AC-1413's shape)
+    log = "\n".join(" ".join(WORDS[i % 5:i % 5 + 12] * 2) + f" line{i}" for i in range(6))
+    body = f"## Comments\n\n### Andrey Tkachenko 2015-09-17\n\n```\n{log}\n```\n"
+    chunks = chunk(body, small_counter, title="AC-1413")
+    assert_valid_chunks(chunks, body, small_counter, title="AC-1413")
+    # not the headings and the fence's first line alone: the log's first line, cut to fit
+    assert chunks[0].text.startswith("## Comments\n\n### Andrey Tkachenko 2015-09-17\n\n"
+                                     "```\ningest retries backoff")
+    assert chunks[0].token_count > small_counter.max_tokens - 8
 
 
 def test_hash_lines_inside_a_fence_are_not_headings(counter):

@@ -78,6 +78,17 @@ def test_jira_key_forms():
     assert (ref.relation, ref.start, ref.end, ref.written) == (FIXES, 6, 11, "LUM-4")
 
 
+def test_a_bracketed_key_with_a_letter_suffix_cites_its_ticket():
+    # real commit subjects: a second and third commit for one ticket
+    assert targets("[ABC-784d] fix the retry of a failed upload", JIRA) == ["ABC-784"]
+    assert targets("[ABC-12B] Revert [ABC-12]", JIRA) == ["ABC-12", "ABC-12"]
+    [ref] = find_references("fixes [ABC-784d]")
+    assert (ref.relation, ref.written) == (FIXES, "ABC-784")
+    # only one letter, only in brackets, only after a key: words and hashes stay what they are
+    assert targets("ABC-784d [ABC-784de] [abc-784d] [ABC-784d [ABC-0a] [deadbee1] [x-1a]",
+                   JIRA) == []
+
+
 def test_github_forms():
     assert targets("see example/lumen#15 and lumen#7", GITHUB) == ["example/lumen#15",
                                                                   "lumen#7"]

@@ -3,9 +3,11 @@
 Pure Python over table rows, so the Dagster asset only reads, calls and writes. Links
 resolve as Obsidian resolves them (exact path, path suffix, file name; then, beyond
 Obsidian, a unique alias), case-insensitively, NFC-normalised and with whitespace
-collapsed. A target that matches nothing, or several notes, becomes a ``BrokenLink`` and
-never a node. Every edge carries the chunks and the line it was read from, and every note
-gets a fingerprint of all it produced, so the caller rewrites only origins that changed."""
+collapsed. A target that matches nothing becomes a ``BrokenLink`` and never a node; one
+that several notes share leads where Obsidian leads (``LinkResolver.resolve``), with an
+``inferred`` edge of the same kind to each of the others. Every edge carries the chunks
+and the line it was read from, and every note gets a fingerprint of all it produced, so the
+caller rewrites only origins that changed."""
 
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from jarvis_core.sources.references import (
 from jarvis_core.sources.vault.links import LinkResolver, canonical_url, relative_link_path
 from jarvis_core.sources.vault.markdown import new_markdown_parser
 from jarvis_core.sources.vault.note_text import NoteText, Occurrence
-from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
+from jarvis_core.stores.graph.elements import EXPLICIT, INFERRED, Edge, Node
 
 DEFAULT_RELATION_FIELDS = ("related", "up", "parent", "down", "next", "prev", "source", "author")
 
@@ -57,13 +59,18 @@ class _GraphBuilder:
     resolver: LinkResolver
     nodes: dict[str, Node] = field(default_factory=dict)
     edges: dict[tuple[str, str, str, str, str], list[Occurrence]] = field(default_factory=dict)
+    explicit: set[tuple[str, str, str, str, str]] = field(default_factory=set)
     broken: set[BrokenLink] = field(default_factory=set)
     mentions: set[Mention] = field(default_factory=set)
     references: set[GraphReference] = field(default_factory=set)
 
     def add_edge(self, src: str, relation: str, dst: str, extractor: str, origin: str,
-                 occurrence: Occurrence) -> None:
-        self.edges.setdefault((src, relation, dst, extractor, origin), []).append(occurrence)
+                 occurrence: Occurrence, confidence: str = EXPLICIT) -> None:
+        """An edge is explicit when any of its occurrences is."""
+        key = (src, relation, dst, extractor, origin)
+        self.edges.setdefault(key, []).append(occurrence)
+        if confidence == EXPLICIT:
+            self.explicit.add(key)
 
     def mention(self, occurrence: Occurrence, node: str, origin: str) -> None:
         for chunk_id in occurrence.evidence:
@@ -71,20 +78,35 @@ class _GraphBuilder:
 
     def target_node(self, candidates: tuple[str, ...], origin: str, target: str,
                     occurrence: Occurrence) -> str | None:
-        """The node a link leads to, or None: a broken link is recorded, and a link to
-        the note itself (``[[#Heading]]``, ``[[Self]]``) leads nowhere."""
-        if len(candidates) == 1:
-            if candidates[0] == origin:
-                return None
-            if candidates[0].startswith("file:"):
-                path = self.resolver.paths[candidates[0]]
-                self.nodes[candidates[0]] = Node(candidates[0], "file", posixpath.basename(path),
-                                                 self.vault, {"path": path})
-            return candidates[0]
-        self.broken.add(BrokenLink(
-            origin, self.vault, target, "ambiguous" if candidates else "unresolved",
-            candidates, occurrence.line, occurrence.evidence))
-        return None
+        """The node a link leads to (the first of ``LinkResolver.resolve``'s candidates),
+        or None: a broken link is recorded, and a link to the note itself (``[[#Heading]]``,
+        ``[[Self]]``) leads nowhere."""
+        if not candidates:
+            self.broken.add(BrokenLink(origin, self.vault, target, "unresolved", (),
+                                       occurrence.line, occurrence.evidence))
+            return None
+        if candidates[0] == origin:
+            return None
+        for candidate in candidates:
+            if candidate.startswith("file:"):
+                path = self.resolver.paths[candidate]
+                self.nodes[candidate] = Node(candidate, "file", posixpath.basename(path),
+                                             self.vault, {"path": path})
+        return candidates[0]
+
+    def link(self, candidates: tuple[str, ...], origin: str, target: str, relation: str,
+             extractor: str, occurrence: Occurrence) -> str | None:
+        """The edge to the node a link leads to, and an inferred one to each other note of
+        a shared name; that node, or None."""
+        node = self.target_node(candidates, origin, target, occurrence)
+        if node:
+            self.add_edge(origin, relation, node, extractor, origin, occurrence)
+            self.mention(occurrence, node, origin)
+            for other in candidates[1:]:
+                if other != origin:
+                    self.add_edge(origin, relation, other, extractor, origin, occurrence,
+                                  INFERRED)
+        return node
 
     def tag(self, tag: str, origin: str, occurrence: Occurrence) -> None:
         """TAGGED note->tag, and CHILD_OF up the nesting ('a/b/c' -> 'a/b' -> 'a')."""
@@ -109,10 +131,12 @@ class _GraphBuilder:
 
     def finished_edges(self) -> list[Edge]:
         edges = []
-        for (src, relation, dst, extractor, origin), occurrences in self.edges.items():
+        for key, occurrences in self.edges.items():
+            src, relation, dst, extractor, origin = key
             shown = min(occurrences, key=lambda o: (not o.evidence, o.line))
             evidence = tuple(sorted({c for o in occurrences for c in o.evidence}))
-            edges.append(Edge(src, dst, relation, EXPLICIT, extractor, origin, self.vault,
+            confidence = EXPLICIT if key in self.explicit else INFERRED
+            edges.append(Edge(src, dst, relation, confidence, extractor, origin, self.vault,
                               evidence, shown.text))
         return sorted(edges, key=lambda e: (e.src, e.relation, e.dst, e.extractor, e.origin))
 
@@ -148,12 +172,9 @@ def _wikilinks(builder: _GraphBuilder, row: dict, text: NoteText) -> dict[str, i
         if not link["target"]:
             continue  # [[#Heading]] / [[#^block]] point into the note itself
         occurrence = text.wikilink_occurrence(link["line"], link["target"])
-        node = builder.target_node(resolver.resolve(link["target"]), origin, link["target"],
-                                   occurrence)
-        if node:
-            relation, extractor = ("EMBEDS", "embed") if link["embed"] else ("LINKS_TO", "wikilink")
-            builder.add_edge(origin, relation, node, extractor, origin, occurrence)
-            builder.mention(occurrence, node, origin)
+        relation, extractor = ("EMBEDS", "embed") if link["embed"] else ("LINKS_TO", "wikilink")
+        builder.link(resolver.resolve(link["target"], row["path"]), origin, link["target"],
+                     relation, extractor, occurrence)
     return frontmatter_lines
 
 
@@ -172,11 +193,8 @@ def _markdown_links(builder: _GraphBuilder, row: dict, text: NoteText) -> None:
         candidates = builder.resolver.resolve_relative(path, row["path"])
         if not candidates and not path.lower().endswith(".md"):
             continue  # a relative link to a file outside the vault is not a note link
-        node = builder.target_node(candidates, origin, link["url"], occurrence)
-        if node:
-            builder.add_edge(origin, "EMBEDS" if link["image"] else "LINKS_TO", node,
-                             "markdown_link", origin, occurrence)
-            builder.mention(occurrence, node, origin)
+        builder.link(candidates, origin, link["url"], "EMBEDS" if link["image"] else "LINKS_TO",
+                     "markdown_link", occurrence)
 
 
 def _frontmatter_links(builder: _GraphBuilder, row: dict, text: NoteText,
@@ -188,12 +206,12 @@ def _frontmatter_links(builder: _GraphBuilder, row: dict, text: NoteText,
         for target in targets:
             occurrence = text.frontmatter_occurrence(
                 key, lines.get(target, text.body_start_line - 1), target)
-            node = builder.target_node(builder.resolver.resolve(target), origin, target, occurrence)
-            if node and key in relation_fields:
-                builder.add_edge(origin, _relation_name(key), node, "frontmatter", origin,
-                                 occurrence)
-            elif node and key != _RELATIONSHIPS_FIELD:
-                builder.add_edge(origin, "LINKS_TO", node, "frontmatter", origin, occurrence)
+            candidates = builder.resolver.resolve(target, row["path"])
+            if key == _RELATIONSHIPS_FIELD and key not in relation_fields:
+                builder.target_node(candidates, origin, target, occurrence)  # broken or not
+                continue
+            relation = _relation_name(key) if key in relation_fields else "LINKS_TO"
+            builder.link(candidates, origin, target, relation, "frontmatter", occurrence)
 
 
 def _typed_relations(builder: _GraphBuilder, row: dict, text: NoteText) -> None:
@@ -203,8 +221,8 @@ def _typed_relations(builder: _GraphBuilder, row: dict, text: NoteText) -> None:
                            key=lambda r: (r["line"], r["relation"], r["subject"], r["object"])):
         sides = []
         for side in (relation["subject"], relation["object"]):
-            candidates = builder.resolver.resolve(side) if side else (origin,)
-            sides.append(candidates[0] if len(candidates) == 1 else None)
+            candidates = builder.resolver.resolve(side, row["path"]) if side else (origin,)
+            sides.append(candidates[0] if candidates else None)
         # an unresolved side was already reported as a broken link by its wikilink
         if None in sides or sides[0] == sides[1]:
             continue

@@ -41,14 +41,17 @@ class LinkResolver:
         normal = _normal(path)
         self._by_file_name.setdefault(normal.rpartition("/")[2], []).append((normal, key))
 
-    def resolve(self, target: str) -> tuple[str, ...]:
-        """The keys ``target`` can mean: one if it resolves, several if it is ambiguous,
-        none if it is unresolved.
+    def resolve(self, target: str, from_note: str = "") -> tuple[str, ...]:
+        """The keys ``target`` can mean in the note at ``from_note``: none if it is
+        unresolved, else the one Obsidian opens first, then any other it could mean (a name
+        several notes share), in the same order.
 
         A target with a '/' or a '.md' suffix is first taken as an exact vault path; then
         as a path suffix (a bare name is the suffix of every file so named); a note wins
         over an attachment of the same name ('Diagram' is 'Diagram.md' before 'Diagram');
-        aliases come last.
+        aliases come last. Among several, Obsidian's ``getFirstLinkpathDest`` picks the
+        exact vault path (``[[Note]]`` is a root ``Note.md``), else one in the linking
+        note's own folder, else the shortest path; ties go by path.
         """
         wanted = _normal(target).lstrip("/")
         if not wanted:
@@ -61,15 +64,23 @@ class LinkResolver:
             if path_like and exact:
                 return tuple(sorted(exact))
             if suffix := [key for path, key in files if path.endswith("/" + form)] + exact:
-                return tuple(sorted(set(suffix)))
-        return tuple(sorted(self._by_alias.get(wanted, ())))
+                return self._obsidian_order(set(suffix), form, from_note)
+        return self._obsidian_order(self._by_alias.get(wanted, set()), wanted, from_note)
+
+    def _obsidian_order(self, keys: set[str], form: str, from_note: str) -> tuple[str, ...]:
+        folder = posixpath.dirname(_normal(from_note))
+
+        def rank(key: str) -> tuple[bool, bool, int, str]:
+            path = _normal(self.paths[key])
+            return path != form, posixpath.dirname(path) != folder, len(path), path
+        return tuple(sorted(keys, key=rank))
 
     def resolve_relative(self, path: str, from_note: str) -> tuple[str, ...]:
         """A markdown link's decoded path: relative to the note's folder first (where
         '../' works), then as any wikilink target (vault root, suffix, name)."""
         folder = posixpath.dirname(from_note)
         beside = posixpath.normpath(posixpath.join(folder, path)) if folder else path
-        return self.resolve(beside) or self.resolve(path)
+        return self.resolve(beside, from_note) or self.resolve(path, from_note)
 
 
 def canonical_url(url: str) -> str | None:
