@@ -44,7 +44,11 @@ def _hit_lines(hits: list[Hit]) -> list[str]:
         if hit.fused:
             legs = (f"  (keyword #{hit.keyword_rank or '–'}, "
                     f"semantic #{hit.semantic_rank or '–'})")
-        lines.append(f"{rank:>2}. {hit.score:.4f}  {hit.vault}/{hit.path}{heading}{legs}")
+        named = f"  [named: {hit.identifier}]" if hit.identifier else ""
+        lines.append(f"{rank:>2}. {hit.score:.4f}  {hit.vault}/{hit.path}{heading}{legs}{named}")
+        if hit.chunks and hit.chunks > 1:
+            lines.append(f"    {hit.chunks} matching chunks: {', '.join(hit.headings or ())}"
+                         if hit.headings else f"    {hit.chunks} matching chunks")
         if hit.snippet:
             lines.append(f"    {hit.snippet}")
     return lines

@@ -1,0 +1,99 @@
+"""Documents, not chunks: a ranking of chunk hits folded to one hit per document.
+
+A search answers with documents by default (``group="document"``): each document ranks
+where its best chunk ranks, scores what that chunk scores, shows that chunk (its place and
+snippet) and says how many of its chunks matched and under which headings. So a long mail
+thread whose every chunk matches takes one place, not ten. ``group="chunk"`` keeps the
+chunks (the behaviour before grouping). Hybrid search folds each leg before fusing
+(jarvis_query/retrievers/hybrid.py), so fusion ranks documents too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from jarvis_query.results import Hit, sql_strings
+from jarvis_query.snapshot import Snapshot
+from jarvis_query.validation import QueryError
+
+DOCUMENT, CHUNK = "document", "chunk"
+GROUPS = (DOCUMENT, CHUNK)
+GROUPED_CANDIDATES = 100  # chunks fetched to fill ``limit`` documents (at least)
+
+
+def check_group(group: object) -> None:
+    if group not in GROUPS:
+        raise QueryError(f"group must be one of {', '.join(GROUPS)}, got "
+                         f"'{str(group)[:40]}'", "group")
+
+
+def candidates(limit: int, group: str) -> int:
+    """Chunks to fetch for ``limit`` results: ``limit`` chunks, or enough for ``limit``
+    documents of several matching chunks each."""
+    return limit if group == CHUNK else max(limit, GROUPED_CANDIDATES)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a chunk is: its document (source, doc key) and heading."""
+
+    source: str
+    doc_key: str
+    heading: str
+
+
+def places(snapshot: Snapshot, chunk_ids: Iterable[str]) -> dict[str, Place]:
+    """chunk id -> its place, from the snapshot's chunk rows (a chunk without a row, a vector
+    newer than the published tables, has none)."""
+    wanted = sorted(set(chunk_ids))
+    if not wanted:
+        return {}
+    rows = snapshot.cursor().execute(
+        "SELECT chunk_id, source, doc_key, heading_path FROM chunks "
+        f"WHERE chunk_id IN ({sql_strings(wanted)})").fetchall()
+    return {chunk_id: Place(source, doc_key, heading_path[-1] if heading_path else "")
+            for chunk_id, source, doc_key, heading_path in rows}
+
+
+@dataclass
+class Document:
+    """A document's hits among a ranking, best first."""
+
+    source: str
+    doc_key: str
+    hits: list[Hit] = field(default_factory=list)
+
+    @property
+    def identity(self) -> str:
+        return f"{self.source}\x1f{self.doc_key}"
+
+    def hit(self, found: dict[str, Place], score: float | None = None, **legs) -> Hit:
+        """The document as one hit: its best chunk's, with ``score`` (that chunk's when
+        None), the number of its matching chunks and their headings (distinct, best
+        first)."""
+        chunk_ids = list(dict.fromkeys(hit.chunk_id for hit in self.hits))
+        headings = [found[chunk_id].heading for chunk_id in chunk_ids]
+        best = self.hits[0]
+        return replace(best, score=best.score if score is None else score,
+                       vault=self.source, doc_key=self.doc_key, chunks=len(chunk_ids),
+                       headings=tuple(dict.fromkeys(h for h in headings if h)), **legs)
+
+
+def documents(hits: list[Hit], found: dict[str, Place]) -> list[Document]:
+    """``hits`` (chunks, best first) by document, in the order of each one's best chunk; a
+    hit without a place is left out."""
+    grouped: dict[str, Document] = {}
+    for hit in hits:
+        place = found.get(hit.chunk_id)
+        if place is None:
+            continue
+        document = Document(place.source, place.doc_key)
+        grouped.setdefault(document.identity, document).hits.append(hit)
+    return list(grouped.values())
+
+
+def by_document(snapshot: Snapshot, hits: list[Hit]) -> list[Hit]:
+    """Chunk hits, best first, as one hit per document, best first."""
+    found = places(snapshot, [hit.chunk_id for hit in hits])
+    return [document.hit(found) for document in documents(hits, found)]
