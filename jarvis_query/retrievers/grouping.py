@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from jarvis_query.fusion import fuse
 from jarvis_query.results import Hit, sql_strings
 from jarvis_query.snapshot import Snapshot
 from jarvis_query.validation import QueryError
@@ -97,3 +98,11 @@ def by_document(snapshot: Snapshot, hits: list[Hit]) -> list[Hit]:
     """Chunk hits, best first, as one hit per document, best first."""
     found = places(snapshot, [hit.chunk_id for hit in hits])
     return [document.hit(found) for document in documents(hits, found)]
+
+
+def fuse_documents(keyword: list[Document], dense: list[Document],
+                   alpha: float | None = None) -> list[tuple[str, float]]:
+    """Two legs' documents fused as their best chunks rank and score in each (fusion.py):
+    (identity, score), best first."""
+    return fuse([(document.identity, document.hits[0].score) for document in keyword],
+                [(document.identity, document.hits[0].score) for document in dense], alpha)

@@ -12,7 +12,14 @@ from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.fusion import fuse
 from jarvis_query.results import Hit
 from jarvis_query.retrievers.base import Retriever
-from jarvis_query.retrievers.grouping import CHUNK, DOCUMENT, Document, documents, places
+from jarvis_query.retrievers.grouping import (
+    CHUNK,
+    DOCUMENT,
+    Document,
+    documents,
+    fuse_documents,
+    places,
+)
 from jarvis_query.snapshot import Snapshot
 
 CANDIDATES = 100  # chunks fetched from each leg before fusing
@@ -68,8 +75,7 @@ def _fused_documents(snapshot: Snapshot, keyword: list[Hit], dense: list[Hit],
         return Document(better.source, better.doc_key,
                         better.hits + (other.hits if other else []))
 
-    fused = fuse([(d.identity, d.hits[0].score) for d in keyword_documents],
-                 [(d.identity, d.hits[0].score) for d in dense_documents], alpha)
+    fused = fuse_documents(keyword_documents, dense_documents, alpha)
     return [merged(identity).hit(found, score, fusion=fusion,
                                  **_leg_fields(keyword_legs, semantic_legs, identity))
             for identity, score in fused[:limit]]
