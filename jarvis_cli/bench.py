@@ -136,6 +136,33 @@ def bench_query(obj: CliContext, n_chunks: int, as_json: bool) -> None:
     emit(result, as_json, render)
 
 
+@bench.command(name="identifiers")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def bench_identifiers(obj: CliContext, as_json: bool) -> None:
+    """Whether keyword, semantic and hybrid search put the item an identifier names first
+    (every ticket key, commit hash prefix, Message-ID and page id published), and how fast."""
+    from jarvis_bench.identifiers import run_identifier_benchmark
+
+    config = obj.config()
+    with answering():
+        result = run_identifier_benchmark(config)
+
+    def render(data: dict) -> None:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in data["identifiers"].items())
+        click.echo(f"{data['queries']} identifier queries ({kinds or 'none'}), version "
+                   f"{data['version']}; goals: first {data['goal_first']}, p50 ≤ "
+                   f"{data['goal_p50_ms']} ms")
+        rows = [{"search": name, **figures} for name, figures in data["modes"].items()]
+        click.echo(table(rows, ["search", "first", "found_first", "p50_ms", "p95_ms"]))
+        for name, figures in data["modes"].items():
+            for miss in figures["misses"]:
+                click.echo(f"{name}: {miss['query']} found {miss['first']} first, not "
+                           f"{miss['wanted']}")
+
+    emit(result, as_json, render)
+
+
 @bench.command(name="graph")
 @click.option("--notes", default=10_000, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

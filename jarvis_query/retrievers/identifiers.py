@@ -136,19 +136,23 @@ class IdentifierRetriever:
         passing = _passing(snapshot.restrict(filters))
         if not names.exact or passing is None or "documents" not in snapshot.table_names():
             return []
-        rows = snapshot.cursor().execute(f"""
-            WITH named AS (
-                SELECT source, doc_key, source_type, path, title, names FROM documents
-                WHERE ({_named(names)}) AND {passing}
-                ORDER BY source, doc_key LIMIT {int(limit)})
-            SELECT n.source, n.doc_key, n.source_type, n.path, n.title, n.names,
-                   arg_min(c.chunk_id, c.position)
-            FROM named n JOIN chunks c ON c.doc_key = n.doc_key AND c.source = n.source
-            GROUP BY ALL ORDER BY n.source, n.doc_key""").fetchall()
-        return [Hit(chunk_id=chunk_id, score=0.0, vault=source, doc_key=doc_key,
-                    source_type=source_type, path=path, title=title,
+        cursor = snapshot.cursor()
+        rows = cursor.execute(
+            "SELECT source, doc_key, source_type, path, title, names FROM documents "
+            f"WHERE ({_named(names)}) AND {passing} "
+            f"ORDER BY source, doc_key LIMIT {int(limit)}").fetchall()
+        if not rows:
+            return []
+        # the opening chunks: a second query, whose IN list of keys uses the doc key index
+        openings = {(source, doc_key): chunk_id for source, doc_key, chunk_id in cursor.execute(
+            "SELECT source, doc_key, arg_min(chunk_id, position) FROM chunks "
+            f"WHERE doc_key IN ({sql_strings([row[1] for row in rows])}) "
+            "GROUP BY source, doc_key").fetchall()}
+        return [Hit(chunk_id=openings[source, doc_key], score=0.0, vault=source,
+                    doc_key=doc_key, source_type=source_type, path=path, title=title,
                     identifier=names.found_by(doc_names, path))
-                for source, doc_key, source_type, path, title, doc_names, chunk_id in rows]
+                for source, doc_key, source_type, path, title, doc_names in rows
+                if (source, doc_key) in openings]
 
     def first(self, snapshot: Snapshot, query: str, hits: list[Hit],
               filters: VectorFilter | None = None, group: str = CHUNK) -> list[Hit]:
