@@ -51,8 +51,9 @@ def test_a_query_naming_an_item_finds_it_first_in_every_search(project_kb, query
 
 
 def test_graphrag_starts_from_the_item_a_query_names(project_kb):
-    pack = project_kb.search_graphrag("LUM-4", limit=5)
-    assert (pack["sources"][0]["vault"], pack["sources"][0]["path"]) == LUM_4
+    for query, named in (("LUM-4", LUM_4), ("what does 5d24297 change?", DEDUPE_COMMIT)):
+        pack = project_kb.search_graphrag(query, limit=5)
+        assert (pack["sources"][0]["vault"], pack["sources"][0]["path"]) == named
 
 
 def test_a_named_item_outside_the_profile_or_the_filters_is_not_found(project_kb):
