@@ -5,7 +5,9 @@ upper case, as Jira writes it), commit hash prefix (7 digits, git's short hash),
 (in angle brackets, as mail headers write it) and Confluence page id becomes a query, asked
 of keyword search (names, the default, and content), semantic search and hybrid search
 through ``KnowledgeBase``. For each it reports the share of queries whose first hit is the
-document named (goal 1.0) and the warm latency (goal p50 ≤ 50 ms), with the first misses.
+document named (goal 1.0) and the warm latency (goal p50 ≤ 50 ms), with the first misses,
+and how far the version's embeddings are (semantic and hybrid search answer with keyword
+hits while they are incomplete).
 The identifiers are read from the ``documents`` table (every document's lower-cased names),
 so the bench measures whatever sources the configuration holds.
 """
@@ -85,7 +87,8 @@ def run_identifier_benchmark(config: JarvisConfig) -> dict:
         queries = identifier_queries(kb)
         modes = ({name: _measure(search, queries) for name, search in _searches(kb).items()}
                  if queries else {})
-        return {"version": snapshot.version.name, "queries": len(queries),
+        return {"version": snapshot.version.name, "embeddings": snapshot.embeddings,
+                "queries": len(queries),
                 "identifiers": dict(Counter(source_type for source_type, _, _ in queries)),
                 "goal_first": GOAL_FIRST, "goal_p50_ms": GOAL_P50_MS, "modes": modes}
     finally:
