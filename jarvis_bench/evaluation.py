@@ -3,11 +3,11 @@
 Each corpus document (title + text) goes through the chunker and then the vector store
 (dense), the keyword index (bm25) or both fused as the query side fuses them (hybrid),
 exactly as a note does. Each mode is scored two ways, as the searches can answer:
-``document`` (their default) groups each leg's chunk hits by document before hybrid fuses
-them (jarvis_query/retrievers/grouping.py); ``chunk`` fuses the chunks, and only the
-scoring folds a query's ranking to documents by their best chunk. For dense and bm25 alone
-the two rank the same documents. Scores come from trec_eval (pytrec-eval-terrier), as in
-BEIR.
+``document`` (their default) ranks documents as the searches do, hybrid fusing documents
+(jarvis_query/retrievers/grouping.py); ``chunk`` fuses the chunks, and only the scoring
+folds a query's ranking to documents by their best chunk. For dense and bm25 alone the two
+rank the same documents; hybrid's document fusion keeps a document's best three chunks in
+each leg. Scores come from trec_eval (pytrec-eval-terrier), as in BEIR.
 """
 
 from __future__ import annotations
@@ -145,25 +145,21 @@ def rankings(dataset: BeirDataset, config: JarvisConfig, modes: tuple[str, ...],
             if mode == "hybrid":
                 keyword, dense = legs["bm25"][query_id], legs["dense"][query_id]
                 by_group[CHUNK][query_id] = _folded(fuse(keyword, dense), found)
-                keyword_documents, dense_documents = (_grouped(keyword, found),
-                                                      _grouped(dense, found))
-                doc_id = {document.identity: document.doc_key
-                          for document in keyword_documents + dense_documents}
                 by_group[DOCUMENT][query_id] = {
-                    doc_id[identity]: value
-                    for identity, value in fuse_documents(keyword_documents, dense_documents)}
+                    document.doc_key: value for document, value in fuse_documents(
+                        _hits(keyword), _hits(dense), found)}
             else:
                 hits = legs[mode][query_id]
                 by_group[CHUNK][query_id] = _folded(hits, found)
-                by_group[DOCUMENT][query_id] = {document.doc_key: document.hits[0].score
-                                                for document in _grouped(hits, found)}
+                by_group[DOCUMENT][query_id] = {
+                    document.doc_key: document.hits[0].score
+                    for document in documents(_hits(hits), found)}
         ranked[mode] = by_group
     return ranked
 
 
-def _grouped(hits: list[tuple[str, float]], found: dict[str, Place]):
-    """A leg's chunk hits by document, as the searches group them."""
-    return documents([Hit.scored(chunk_id, value) for chunk_id, value in hits], found)
+def _hits(scored: list[tuple[str, float]]) -> list[Hit]:
+    return [Hit.scored(chunk_id, value) for chunk_id, value in scored]
 
 
 def _folded(hits: list[tuple[str, float]], found: dict[str, Place]) -> dict[str, float]:

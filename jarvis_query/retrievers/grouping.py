@@ -4,8 +4,15 @@ A search answers with documents by default (``group="document"``): each document
 where its best chunk ranks, scores what that chunk scores, shows that chunk (its place and
 snippet) and says how many of its chunks matched and under which headings. So a long mail
 thread whose every chunk matches takes one place, not ten. ``group="chunk"`` keeps the
-chunks (the behaviour before grouping). Hybrid search folds each leg before fusing
-(jarvis_query/retrievers/hybrid.py), so fusion ranks documents too.
+chunks (the behaviour before grouping).
+
+Hybrid search fuses documents (``fuse_documents``): each leg keeps a document's best
+``FUSED_CHUNKS`` chunks, the two legs' chunks are fused, and a document scores as its best
+fused chunk. The passage both legs agree on is what fusion rewards: fusing one entry per
+document (its best chunk in each leg, which may be two different passages) scored SciFact
+nDCG@10 0.6974 against 0.7072 for fused chunks, and keeping a document's best one or two
+chunks 0.5382 and 0.6983; three keep 0.7072. The cap is what stops a long thread's many
+chunks from pushing every other document down a leg's ranking.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from jarvis_query.validation import QueryError
 DOCUMENT, CHUNK = "document", "chunk"
 GROUPS = (DOCUMENT, CHUNK)
 GROUPED_CANDIDATES = 100  # chunks fetched to fill ``limit`` documents (at least)
+FUSED_CHUNKS = 3  # a document's chunks that each leg of a hybrid search fuses
 
 
 def check_group(group: object) -> None:
@@ -100,9 +108,30 @@ def by_document(snapshot: Snapshot, hits: list[Hit]) -> list[Hit]:
     return [document.hit(found) for document in documents(hits, found)]
 
 
-def fuse_documents(keyword: list[Document], dense: list[Document],
-                   alpha: float | None = None) -> list[tuple[str, float]]:
-    """Two legs' documents fused as their best chunks rank and score in each (fusion.py):
-    (identity, score), best first."""
-    return fuse([(document.identity, document.hits[0].score) for document in keyword],
-                [(document.identity, document.hits[0].score) for document in dense], alpha)
+def _capped(leg: list[Hit], found: dict[str, Place]) -> list[tuple[str, float]]:
+    """A leg's (chunk id, score), best first, with at most FUSED_CHUNKS of each document."""
+    kept: dict[tuple[str, str], int] = {}
+    capped = []
+    for hit in leg:
+        place = found.get(hit.chunk_id)
+        if place is None:
+            continue
+        document = (place.source, place.doc_key)
+        kept[document] = kept.get(document, 0) + 1
+        if kept[document] <= FUSED_CHUNKS:
+            capped.append((hit.chunk_id, hit.score))
+    return capped
+
+
+def fuse_documents(keyword: list[Hit], dense: list[Hit], found: dict[str, Place],
+                   alpha: float | None = None) -> list[tuple[Document, float]]:
+    """Two legs' chunk hits fused over documents (fusion.py: RRF, or weighted by
+    ``alpha``): each document with its fused score (its best fused chunk's), best first, its
+    hits that chunk first and then its other matching chunks of either leg."""
+    fused = documents([Hit.scored(chunk_id, score) for chunk_id, score in
+                       fuse(_capped(keyword, found), _capped(dense, found), alpha)], found)
+    matching = {document.identity: document.hits for document in documents(keyword + dense,
+                                                                             found)}
+    return [(Document(document.source, document.doc_key,
+                      document.hits[:1] + matching[document.identity]), document.hits[0].score)
+            for document in fused]

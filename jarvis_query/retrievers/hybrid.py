@@ -3,8 +3,8 @@
 embeddings are still being made (published early) has the keyword leg alone.
 
 Fusion ranks what the search returns: chunks, or with ``group="document"`` documents, each
-leg folded to one entry per document (its best chunk) before fusing, so a document's many
-matching chunks count once in each leg (jarvis_query/retrievers/grouping.py)."""
+leg keeping a document's best few chunks, so a document's many matching chunks do not push
+the others down (jarvis_query/retrievers/grouping.py)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,7 @@ from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.fusion import fuse
 from jarvis_query.results import Hit
 from jarvis_query.retrievers.base import Retriever
-from jarvis_query.retrievers.grouping import (
-    CHUNK,
-    DOCUMENT,
-    Document,
-    documents,
-    fuse_documents,
-    places,
-)
+from jarvis_query.retrievers.grouping import CHUNK, DOCUMENT, documents, fuse_documents, places
 from jarvis_query.snapshot import Snapshot
 
 CANDIDATES = 100  # chunks fetched from each leg before fusing
@@ -56,29 +49,14 @@ class HybridRetriever:
 
 def _fused_documents(snapshot: Snapshot, keyword: list[Hit], dense: list[Hit],
                      alpha: float | None, fusion: str, limit: int) -> list[Hit]:
-    """Both legs folded to documents and the best ``limit`` of them fused: each document
-    shown by its best chunk in the leg that ranks it higher, with the matching chunks of
-    both legs."""
+    """The best ``limit`` documents of both legs fused (grouping.fuse_documents), each shown
+    by its best fused chunk, with its rank and best score in either leg."""
     found = places(snapshot, [hit.chunk_id for hit in keyword + dense])
-    keyword_documents = documents(keyword, found)
-    dense_documents = documents(dense, found)
-    keyword_legs = _legs((d.identity, d.hits[0]) for d in keyword_documents)
-    semantic_legs = _legs((d.identity, d.hits[0]) for d in dense_documents)
-    keyword_by = {document.identity: document for document in keyword_documents}
-    dense_by = {document.identity: document for document in dense_documents}
-
-    def merged(identity: str) -> Document:
-        better, other = keyword_by.get(identity), dense_by.get(identity)
-        if better is None or (other is not None
-                              and semantic_legs[identity][0] < keyword_legs[identity][0]):
-            better, other = other, better
-        return Document(better.source, better.doc_key,
-                        better.hits + (other.hits if other else []))
-
-    fused = fuse_documents(keyword_documents, dense_documents, alpha)
-    return [merged(identity).hit(found, score, fusion=fusion,
-                                 **_leg_fields(keyword_legs, semantic_legs, identity))
-            for identity, score in fused[:limit]]
+    keyword_legs = _legs((d.identity, d.hits[0]) for d in documents(keyword, found))
+    semantic_legs = _legs((d.identity, d.hits[0]) for d in documents(dense, found))
+    return [document.hit(found, score, fusion=fusion,
+                         **_leg_fields(keyword_legs, semantic_legs, document.identity))
+            for document, score in fuse_documents(keyword, dense, found, alpha)[:limit]]
 
 
 def _scored(leg: list[Hit]) -> list[tuple[str, float]]:

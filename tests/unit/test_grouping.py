@@ -2,7 +2,9 @@
 document, and two legs fused over documents, so a document of many matching chunks (a long
 mail thread) takes one place in each leg instead of crowding out the rest."""
 
-from jarvis_query.fusion import fuse
+import pytest
+
+from jarvis_query.fusion import RRF_K, fuse
 from jarvis_query.results import Hit
 from jarvis_query.retrievers.grouping import Place, documents, fuse_documents
 
@@ -37,7 +39,11 @@ def test_fusion_over_documents_keeps_a_long_thread_to_one_place():
     dense = [("a1", 0.9), ("b1", 0.8)] + [(chunk, 0.7 - i / 100) for i, chunk in
                                           enumerate(THREAD)]
     by_chunk = [PLACES[chunk].doc_key for chunk, _ in fuse(keyword, dense)[:3]]
-    assert by_chunk.count("thread:mail/1") >= 2  # what grouping fixes
-    fused = fuse_documents(documents(hits(*keyword), PLACES), documents(hits(*dense), PLACES))
-    assert [identity.split("\x1f")[1] for identity, _ in fused] == [
-        "note:notes/A.md", "thread:mail/1", "note:notes/B.md"]
+    assert by_chunk.count("thread:mail/1") == 2  # what grouping fixes
+    fused = fuse_documents(hits(*keyword), hits(*dense), PLACES)
+    assert [document.doc_key for document, _ in fused] == [
+        "thread:mail/1", "note:notes/A.md", "note:notes/B.md"]
+    thread, score = fused[0]
+    assert thread.hit(PLACES, score).chunks == 5 and thread.hits[0].chunk_id == "t1"
+    # the thread takes three places of the keyword leg, not five: A fuses at rank 4
+    assert fused[1][1] == pytest.approx(1 / (RRF_K + 4) + 1 / (RRF_K + 1))
