@@ -162,8 +162,8 @@ class KnowledgeBase:
         filters = search_filter(vault, source_types)
 
         def search(snapshot: Snapshot) -> Hits:
-            hits = self._keyword(snapshot, query, search_content, candidates(limit, group),
-                                 filters)
+            fetched = candidates(limit, group) if search_content else limit  # names: documents
+            hits = self._keyword(snapshot, query, search_content, fetched, filters)
             return Hits(self._ranked(snapshot, query, hits, limit, filters, group,
                                      fold=search_content and group == DOCUMENT))
 
