@@ -34,7 +34,13 @@ from jarvis_query.lookup import find_document
 from jarvis_query.results import Hit, Hits, published
 from jarvis_query.retrievers.dense import DenseRetriever
 from jarvis_query.retrievers.graph import GraphRetriever
-from jarvis_query.retrievers.grouping import DOCUMENT, by_document, candidates, check_group
+from jarvis_query.retrievers.grouping import (
+    CHUNK,
+    DOCUMENT,
+    GROUPED_CANDIDATES,
+    check_group,
+    grouped,
+)
 from jarvis_query.retrievers.hybrid import HybridRetriever
 from jarvis_query.retrievers.identifiers import IdentifierRetriever, IdentifiersFirst
 from jarvis_query.retrievers.keyword import KeywordRetriever
@@ -119,13 +125,16 @@ class KnowledgeBase:
         return work(self.snapshots.current())
 
     def _ranked(self, snapshot: Snapshot, query: str, hits: list[Hit], limit: int,
-                filters: VectorFilter | None, group: str, fold: bool) -> list[Hit]:
-        """``hits`` (best first) folded to documents when ``fold``, led by the documents the
-        query names: the best ``limit``, published."""
-        if fold:
-            hits = by_document(snapshot, hits)
+                filters: VectorFilter | None, group: str) -> list[Hit]:
+        """``hits`` (best first) led by the documents the query names: the best ``limit``,
+        published."""
         hits = self.identifiers.first(snapshot, query, hits, filters, group)
         return published(snapshot, hits[:limit])
+
+    def _fetched(self, snapshot: Snapshot, fetch: Callable[[int], list[Hit]], limit: int,
+                 group: str) -> list[Hit]:
+        """``fetch``'s (n -> the best n chunks) ``limit`` chunks, or documents."""
+        return fetch(limit) if group == CHUNK else grouped(snapshot, fetch, limit)
 
     def search_semantic(self, query: str, limit: int = 10, vault: str | None = None,
                         similarity_threshold: float | None = None,
@@ -137,16 +146,18 @@ class KnowledgeBase:
         check_similarity_threshold(similarity_threshold)
         check_group(group)
         filters = VectorFilter(sources=[vault]) if vault else None
-        fetched = candidates(limit, group)
 
         def search(snapshot: Snapshot) -> Hits:
             if not snapshot.embeddings["complete"]:
-                hits = self.keyword.retrieve(snapshot, query, fetched, filters)
+                def fetch(count: int) -> list[Hit]:
+                    return self.keyword.retrieve(snapshot, query, count, filters)
             else:
-                hits = self.dense.retrieve(snapshot, query, fetched, filters,
-                                           score_threshold=similarity_threshold)
-            return Hits(self._ranked(snapshot, query, hits, limit, filters, group,
-                                     fold=group == DOCUMENT), snapshot.embeddings)
+                def fetch(count: int) -> list[Hit]:
+                    return self.dense.retrieve(snapshot, query, count, filters,
+                                               score_threshold=similarity_threshold)
+            hits = self._fetched(snapshot, fetch, limit, group)
+            return Hits(self._ranked(snapshot, query, hits, limit, filters, group),
+                        snapshot.embeddings)
 
         return self._read(search)
 
@@ -162,17 +173,18 @@ class KnowledgeBase:
         filters = search_filter(vault, source_types)
 
         def search(snapshot: Snapshot) -> Hits:
-            fetched = candidates(limit, group) if search_content else limit  # names: documents
-            hits = self._keyword(snapshot, query, search_content, fetched, filters)
-            return Hits(self._ranked(snapshot, query, hits, limit, filters, group,
-                                     fold=search_content and group == DOCUMENT))
+            if search_content:
+                hits = self._fetched(snapshot, lambda count: self.keyword.content(
+                    snapshot, query, count, filters), limit, group)
+            else:
+                hits = self._names(snapshot, query, limit, filters)
+            return Hits(self._ranked(snapshot, query, hits, limit, filters, group))
 
         return self._read(search)
 
-    def _keyword(self, snapshot: Snapshot, query: str, search_content: bool, limit: int,
-                 filters: VectorFilter | None) -> list[Hit]:
-        if search_content:
-            return self.keyword.content(snapshot, query, limit, filters)
+    def _names(self, snapshot: Snapshot, query: str, limit: int,
+               filters: VectorFilter | None) -> list[Hit]:
+        """Documents whose title or path matches, of the filters' source types."""
         types = filters.source_types if filters else None
         names = self.keyword.names(snapshot, query, NAME_CANDIDATES if types else limit,
                                    filters.sources if filters else None)
@@ -191,11 +203,12 @@ class KnowledgeBase:
         check_alpha(alpha)
         check_group(group)
         filters = search_filter(vault, source_types, tags, modified_after, modified_before)
-        fetched = candidates(limit, group)  # a named document is shown by its best chunk
+        # every fused document, so that a named one is shown by its best chunk
+        fused = limit if group == CHUNK else GROUPED_CANDIDATES
         return self._read(lambda snapshot: Hits(self._ranked(
-            snapshot, query, self.hybrid.retrieve(snapshot, query, fetched, filters, alpha,
+            snapshot, query, self.hybrid.retrieve(snapshot, query, fused, filters, alpha,
                                                   group=group),
-            limit, filters, group, fold=False), snapshot.embeddings))
+            limit, filters, group), snapshot.embeddings))
 
     def search_graph(self, query_note_path: str, depth: int = 1) -> dict:
         """The neighbourhood of a note (or of a ticket by key, a commit by hash, a thread or

@@ -17,7 +17,7 @@ chunks from pushing every other document down a leg's ranking.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from jarvis_query.fusion import fuse
@@ -27,7 +27,8 @@ from jarvis_query.validation import QueryError
 
 DOCUMENT, CHUNK = "document", "chunk"
 GROUPS = (DOCUMENT, CHUNK)
-GROUPED_CANDIDATES = 100  # chunks fetched to fill ``limit`` documents (at least)
+GROUPED_CANDIDATES = 100  # chunks fetched to fill ``limit`` documents of many chunks
+CHUNKS_PER_DOCUMENT = 3  # chunks fetched first per document asked for
 FUSED_CHUNKS = 3  # a document's chunks that each leg of a hybrid search fuses
 
 
@@ -35,12 +36,6 @@ def check_group(group: object) -> None:
     if group not in GROUPS:
         raise QueryError(f"group must be one of {', '.join(GROUPS)}, got "
                          f"'{str(group)[:40]}'", "group")
-
-
-def candidates(limit: int, group: str) -> int:
-    """Chunks to fetch for ``limit`` results: ``limit`` chunks, or enough for ``limit``
-    documents of several matching chunks each."""
-    return limit if group == CHUNK else max(limit, GROUPED_CANDIDATES)
 
 
 @dataclass(frozen=True)
@@ -106,6 +101,19 @@ def by_document(snapshot: Snapshot, hits: list[Hit]) -> list[Hit]:
     """Chunk hits, best first, as one hit per document, best first."""
     found = places(snapshot, [hit.chunk_id for hit in hits])
     return [document.hit(found) for document in documents(hits, found)]
+
+
+def grouped(snapshot: Snapshot, fetch: Callable[[int], list[Hit]], limit: int) -> list[Hit]:
+    """One hit per document for ``limit`` documents from ``fetch`` (n -> the best n chunk
+    hits): ``limit`` × CHUNKS_PER_DOCUMENT chunks first, GROUPED_CANDIDATES when those hold
+    fewer than ``limit`` documents and more may follow (a few long documents took them).
+    Fetching three per document rather than a hundred keeps keyword previews cheap."""
+    asked = limit * CHUNKS_PER_DOCUMENT
+    hits = fetch(asked)
+    found = by_document(snapshot, hits)
+    if len(found) < limit and len(hits) == asked < GROUPED_CANDIDATES:
+        found = by_document(snapshot, fetch(GROUPED_CANDIDATES))
+    return found
 
 
 def _capped(leg: list[Hit], found: dict[str, Place]) -> list[tuple[str, float]]:

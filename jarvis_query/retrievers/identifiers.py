@@ -4,13 +4,15 @@ A query that is, or holds, an exact name of a stored item asks for that item: a 
 ('LUM-4', any case), a GitHub issue ('owner/repo#12' or 'repo#12'), a commit hash or a
 prefix of at least 7 hex digits, a Message-ID (with or without its angle brackets), a
 Confluence page id; and, as the whole query, a note's or page's title or a document's path.
-Those shapes are looked for in the query (``query_names``); the published ``documents``
-table (every document's lower-cased ``names``, from its kind's DocumentType) says which of
-them name a document. Titles count only as the whole query: a word of a question that
+Those shapes are looked for in the query (``query_names``); the published
+``document_names`` table (every document's lower-cased names from its kind's DocumentType,
+its path, and an issue ref without its owner, one a row: jarvis_core/stores/serving.py)
+says which of them name a document. Titles count only as the whole query: a word of a question that
 happens to be a note's title does not name that note.
 
-The lookup reads the snapshot's ``documents`` view, so a profile's snapshot finds only its
-own sources' items (jarvis_query/scoped.py), and it keeps to the search's filters.
+The lookup reads the snapshot's ``document_names`` and ``documents`` views, so a profile's
+snapshot finds only its own sources' items (jarvis_query/scoped.py), and it keeps to the
+search's filters. A search that names nothing pays one comparison of a column of strings.
 """
 
 from __future__ import annotations
@@ -37,67 +39,43 @@ MAX_NAMED = 10  # documents one query can name (a title several notes share)
 
 @dataclass(frozen=True)
 class QueryNames:
-    """What in a query may name a document, lower-cased: ``exact`` names (a document's
-    ``names`` holds one), hash ``prefixes`` (of a commit's full hash), issue refs without
-    their owner (``owned``: a name ends with '/' and one of them) and ``paths``."""
+    """What in a query may name a document, lower-cased: ``exact`` names (a document's name,
+    its path, or its source and path), and hash ``prefixes`` (of a commit's full hash)."""
 
     exact: frozenset[str] = frozenset()
     prefixes: frozenset[str] = frozenset()
-    owned: frozenset[str] = frozenset()
-    paths: frozenset[str] = frozenset()
 
-    def found_by(self, doc_names: list[str], path: str) -> str:
-        """The name of these that a document with ``doc_names`` and ``path`` answers to."""
-        for name in doc_names:
-            for candidate in sorted(self.exact):
-                if name == candidate:
-                    return candidate
-            for prefix in sorted(self.prefixes):
-                if name.startswith(prefix):
-                    return prefix
-            for ref in sorted(self.owned):
-                if name.endswith("/" + ref):
-                    return ref
-        return path
+    def found_by(self, name: str) -> str:
+        """The name of these that a document's ``name`` answers to."""
+        return next((prefix for prefix in sorted(self.prefixes) if name.startswith(prefix)),
+                    name)
 
 
 def query_names(query: str) -> QueryNames:
-    """The identifiers ``query`` holds and, whole, the title or path it may be."""
+    """The identifiers ``query`` holds and, whole, the title or path it may be (a path with
+    or without its '.md')."""
     whole = query.strip().strip(_EDGES).strip().lower()
-    exact, prefixes, owned, paths = {whole}, set(), set(), {whole}
+    exact, prefixes = {whole, f"{whole}.md"}, set()
     for word in query.lower().split():
         token = word.strip(_EDGES).removesuffix(".").strip(_EDGES)
         if _TICKET_KEY.fullmatch(token) or _MESSAGE_ID.fullmatch(token) \
-                or _NUMBER.fullmatch(token):
+                or _NUMBER.fullmatch(token) or token.endswith(".md"):
             exact.add(token)
         if ref := _ISSUE_REF.fullmatch(token):
             exact |= {token, ref.group(1)}
-            owned.add(ref.group(1))
         if _HASH_PREFIX.fullmatch(token):
             prefixes.add(token)
-        if token.endswith(".md"):
-            paths.add(token)
-    return QueryNames(frozenset(exact - {""}), frozenset(prefixes), frozenset(owned),
-                      frozenset(paths - {""}))
+    return QueryNames(frozenset(exact - {"", ".md"}), frozenset(prefixes))
 
 
 def _named(names: QueryNames) -> str:
-    """SQL over a ``documents`` row: ``names`` name it."""
-    conditions = [f"list_has_any(names, [{sql_strings(sorted(names.exact))}]::VARCHAR[])"]
-    if names.paths:
-        paths = sql_strings(sorted(names.paths | {f"{path}.md" for path in names.paths}))
-        conditions.append(f"lower(path) IN ({paths})")
-        conditions.append(f"lower(source || '/' || path) IN ({paths})")
-    if names.prefixes:
-        starts = " OR ".join(f"starts_with(n, {sql_strings([prefix])})"
-                             for prefix in sorted(names.prefixes))
-        conditions.append(f"len(list_filter(names, n -> regexp_full_match(n, '{_FULL_HASH}') "
-                          f"AND ({starts}))) > 0")
-    if names.owned:
-        ends = " OR ".join(f"ends_with(n, {sql_strings(['/' + ref])})"
-                           for ref in sorted(names.owned))
-        conditions.append(f"len(list_filter(names, n -> {ends})) > 0")
-    return " OR ".join(f"({condition})" for condition in conditions)
+    """SQL over a ``document_names`` row: ``names`` hold its name, or a prefix of it when it
+    is a commit's full hash. Plain comparisons of one column: no list function per row."""
+    conditions = [f"name IN ({sql_strings(sorted(names.exact))})"]
+    conditions += [f"(name >= {sql_strings([prefix])} AND name < {sql_strings([prefix + '~'])} "
+                   f"AND regexp_full_match(name, '{_FULL_HASH}'))"
+                   for prefix in sorted(names.prefixes)]
+    return " OR ".join(conditions)
 
 
 def _naive_utc(moment: datetime) -> str:
@@ -134,24 +112,28 @@ class IdentifierRetriever:
         (``identifier``), scored 0 (``first`` scores it)."""
         names = query_names(query)
         passing = _passing(snapshot.restrict(filters))
-        if not names.exact or passing is None or "documents" not in snapshot.table_names():
-            return []
+        if not names.exact or passing is None \
+                or "document_names" not in snapshot.table_names():
+            return []  # a version published before document names answers without them
         cursor = snapshot.cursor()
-        rows = cursor.execute(
-            "SELECT source, doc_key, source_type, path, title, names FROM documents "
-            f"WHERE ({_named(names)}) AND {passing} "
-            f"ORDER BY source, doc_key LIMIT {int(limit)}").fetchall()
-        if not rows:
+        named = cursor.execute("SELECT source, doc_key, min(name) FROM document_names "
+                               f"WHERE {_named(names)} GROUP BY source, doc_key").fetchall()
+        if not named:
             return []
-        # the opening chunks: a second query, whose IN list of keys uses the doc key index
+        answers = {(source, doc_key): name for source, doc_key, name in named}
+        keys = sql_strings(sorted({doc_key for _, doc_key, _ in named}))
+        rows = cursor.execute(
+            "SELECT source, doc_key, source_type, path, title FROM documents "
+            f"WHERE doc_key IN ({keys}) AND {passing} ORDER BY source, doc_key").fetchall()
+        rows = [row for row in rows if (row[0], row[1]) in answers][:limit]
+        # the opening chunks, through the doc key index
         openings = {(source, doc_key): chunk_id for source, doc_key, chunk_id in cursor.execute(
             "SELECT source, doc_key, arg_min(chunk_id, position) FROM chunks "
-            f"WHERE doc_key IN ({sql_strings([row[1] for row in rows])}) "
-            "GROUP BY source, doc_key").fetchall()}
+            f"WHERE doc_key IN ({keys}) GROUP BY source, doc_key").fetchall()}
         return [Hit(chunk_id=openings[source, doc_key], score=0.0, vault=source,
                     doc_key=doc_key, source_type=source_type, path=path, title=title,
-                    identifier=names.found_by(doc_names, path))
-                for source, doc_key, source_type, path, title, doc_names in rows
+                    identifier=names.found_by(answers[source, doc_key]))
+                for source, doc_key, source_type, path, title in rows
                 if (source, doc_key) in openings]
 
     def first(self, snapshot: Snapshot, query: str, hits: list[Hit],
