@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from jarvis_core.stores.serving import DOCUMENT_NAMES
 from jarvis_core.stores.vectors.filters import VectorFilter, filter_conditions
 from jarvis_query.results import Hit, sql_strings
 from jarvis_query.retrievers.base import Retriever
@@ -112,11 +113,13 @@ class IdentifierRetriever:
         (``identifier``), scored 0 (``first`` scores it)."""
         names = query_names(query)
         passing = _passing(snapshot.restrict(filters))
-        if not names.exact or passing is None \
-                or "document_names" not in snapshot.table_names():
-            return []  # a version published before document names answers without them
+        tables = snapshot.table_names()
+        if not names.exact or passing is None or "documents" not in tables:
+            return []
+        # a version published before document_names: the same rows, made from its documents
+        listed = "document_names" if "document_names" in tables else f"({DOCUMENT_NAMES})"
         cursor = snapshot.cursor()
-        named = cursor.execute("SELECT source, doc_key, min(name) FROM document_names "
+        named = cursor.execute(f"SELECT source, doc_key, min(name) FROM {listed} "
                                f"WHERE {_named(names)} GROUP BY source, doc_key").fetchall()
         if not named:
             return []
