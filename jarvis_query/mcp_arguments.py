@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
+from jarvis_query.retrievers.grouping import GROUPS
 from jarvis_query.validation import (
     MAX_DEPTH,
     MAX_LIMIT,
@@ -74,6 +75,10 @@ Alpha = _number("Weight of the semantic side, 0 (keyword only) to 1 (semantic on
 SearchContent = Annotated[bool, Field(description="Match the text instead of names and paths.",
                                       strict=True),
                           BeforeValidator(boolean_from_text)]
+Group = Annotated[Literal[GROUPS], Field(
+    description="document (the default): one hit per document, shown by its best chunk, with "
+                "how many of its chunks matched and their headings; chunk: every matching "
+                "chunk, a document's chunks apart.")]
 SourceTypes = Annotated[list[Literal[SOURCE_TYPES]] | None, Field(
     description="Only these source types: note, commit, repo_doc, ticket, email (mail "
                 "threads), page (Confluence).", max_length=MAX_LIST_ITEMS)]

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 from jarvis_core.sources import registry
 
 SHOWN_PAIRS = 20  # note pairs listed per relation in graph search
+SHOWN_HEADINGS = 3  # a document hit's matching headings listed (the JSON has them all)
 
 
 def table(rows: list[dict], columns: list[str], indent: str = "") -> str:
@@ -44,7 +45,14 @@ def _hit_lines(hits: list[Hit]) -> list[str]:
         if hit.fused:
             legs = (f"  (keyword #{hit.keyword_rank or '–'}, "
                     f"semantic #{hit.semantic_rank or '–'})")
-        lines.append(f"{rank:>2}. {hit.score:.4f}  {hit.vault}/{hit.path}{heading}{legs}")
+        named = f"  [named: {hit.identifier}]" if hit.identifier else ""
+        lines.append(f"{rank:>2}. {hit.score:.4f}  {hit.vault}/{hit.path}{heading}{legs}{named}")
+        if hit.chunks and hit.chunks > 1:
+            headings = list(hit.headings or ())
+            shown_headings = "; ".join(headings[:SHOWN_HEADINGS]) + (
+                " …" if len(headings) > SHOWN_HEADINGS else "")
+            lines.append(f"    {hit.chunks} matching chunks"
+                         + (f": {shown_headings}" if headings else ""))
         if hit.snippet:
             lines.append(f"    {hit.snippet}")
     return lines

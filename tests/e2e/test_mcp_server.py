@@ -53,6 +53,8 @@ GOOD = {
     "vault_content": ("search-vault", {"query": "idempotency key", "search_content": True,
                                        "limit": 5}),
     "hybrid": ("search-hybrid", {"query": "duplicate readings idempotency key", "limit": 5}),
+    "hybrid_chunks": ("search-hybrid", {"query": "duplicate readings idempotency key",
+                                        "limit": 5, "group": "chunk"}),
     "graph": ("search-graph", {"query_note_path": "Projects/Lumen/Architecture/Alerting.md",
                                "depth": 2}),
     "graphrag": ("search-graphrag", {"query": "how are alerts raised for a station",
@@ -103,6 +105,8 @@ BAD = {  # label -> (tool, arguments, the start of the error text)
     "hybrid_vault": ("search-hybrid", {"query": "x", "vault": "nope"},
                      "Error: Unknown vault 'nope'"),
     "hybrid_alpha": ("search-hybrid", {"query": "x", "alpha": 1.5}, "Error: alpha"),
+    "hybrid_group": ("search-hybrid", {"query": "x", "group": "paragraph"},
+                     "Error: group: Input should be 'document' or 'chunk'"),
     "hybrid_date": ("search-hybrid", {"query": "x", "modified_after": "last tuesday"},
                     "Error: modified_after"),
     "graph_depth": ("search-graph", {"query_note_path": "Alerting", "depth": 4},
@@ -158,14 +162,17 @@ def test_tool_list_and_schemas(session):
     assert semantic["required"] == ["query"]
     assert semantic["properties"]["limit"].items() >= {
         "default": 10, "minimum": 1, "maximum": 50}.items()
-    assert set(semantic["properties"]) == {"query", "limit", "vault", "similarity_threshold"}
+    assert set(semantic["properties"]) == {"query", "limit", "vault", "similarity_threshold",
+                                           "group"}
     assert set(tools["search-hybrid"].input_schema["properties"]) == {
         "query", "limit", "vault", "alpha", "source_types", "tags", "modified_after",
-        "modified_before"}
+        "modified_before", "group"}
     assert set(tools["search-graphrag"].input_schema["properties"]) == {
         "query", "limit", "vault", "depth", "max_tokens", "source_types"}
     assert set(tools["search-vault"].input_schema["properties"]) == {
-        "query", "search_content", "limit", "vault", "source_types"}
+        "query", "search_content", "limit", "vault", "source_types", "group"}
+    assert semantic["properties"]["group"]["enum"] == ["document", "chunk"]
+    assert semantic["properties"]["group"]["default"] == "document"
     assert semantic["properties"]["query"]["maxLength"] == 4000
     source_types = tools["search-hybrid"].input_schema["properties"]["source_types"]
     assert source_types["anyOf"][0]["items"]["enum"] == [

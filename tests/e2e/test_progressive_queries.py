@@ -113,7 +113,7 @@ def test_readable_and_json_output_carry_the_note(partial):
                                      "message": note.removeprefix("note: ") + ": keyword "
                                      "results until every chunk has its vector"}
     assert json.loads(jarvis("hybrid", QUERY, "--json").stdout)["embeddings"]["done"] == done
-    assert "note" not in jarvis("keyword", QUERY, "--content").output
+    assert "note: " not in jarvis("keyword", QUERY, "--content").output
 
 
 def test_mcp_answers_carry_the_note(partial):
