@@ -58,8 +58,8 @@ def read_document(config: JarvisConfig, snapshot: Snapshot | None, name: str,
     if _types()[found.source_type].from_file:
         located = reading.locate(config, [found.source], found.path)
         if located is None:
-            raise reading.NoteAccessError(f"File not found: '{found.path}' is published but "
-                                          f"no longer in '{found.source}'")
+            raise reading.NoteAccessError(f"File not found: '{shown(found.path)}' is published "
+                                          f"but no longer in '{found.source}'")
         return _from_file(config, snapshot, *located, named=found.named)
     return _from_tables(snapshot, found, _types()[found.source_type])
 
