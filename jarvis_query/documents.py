@@ -42,26 +42,38 @@ def _file_sources(config: JarvisConfig, source: str | None) -> list[str]:
 
 def read_document(config: JarvisConfig, snapshot: Snapshot | None, name: str,
                   source: str | None = None) -> dict:
-    """The document ``name`` names in ``source`` (any configured source when None): a file
-    of a source of files first (a note created since the last publish is read too), else
-    the published document it names."""
+    """The document ``name`` names in ``source`` (any configured source when None): the
+    published document it names, else a note on disk (one created since the last publish,
+    or any before the first)."""
     reading.refuse_escapes(name)
     check_source(config, source)
+    missing = None
+    if snapshot is not None:
+        try:
+            found = find_document(config, snapshot, name, source)
+        except DocumentNotFound as exc:
+            missing = exc
+        else:
+            return _open(config, snapshot, found)
     on_disk = reading.locate(config, _file_sources(config, source), name)
     if on_disk is not None:
         return _from_file(config, snapshot, *on_disk, named=None)
-    if snapshot is None:
-        where = f"'{shown(source)}'" if source is not None else "any vault"
-        raise DocumentNotFound(f"'{shown(name)}' names no note on disk in {where}, and "
-                               "nothing else is published yet")
-    found = find_document(config, snapshot, name, source)
-    if _types()[found.source_type].from_file:
-        located = reading.locate(config, [found.source], found.path)
-        if located is None:
-            raise reading.NoteAccessError(f"File not found: '{shown(found.path)}' is published "
-                                          f"but no longer in '{found.source}'")
-        return _from_file(config, snapshot, *located, named=found.named)
-    return _from_tables(snapshot, found, _types()[found.source_type])
+    if missing is not None:
+        raise missing
+    where = f"'{shown(source)}'" if source is not None else "any vault"
+    raise DocumentNotFound(f"'{shown(name)}' names no note on disk in {where}, and nothing "
+                           "else is published yet")
+
+
+def _open(config: JarvisConfig, snapshot: Snapshot, found: Found) -> dict:
+    document = _types()[found.source_type]
+    if not document.from_file:
+        return _from_tables(snapshot, found, document)
+    located = reading.locate(config, [found.source], found.path)
+    if located is None:
+        raise reading.NoteAccessError(f"File not found: '{shown(found.path)}' is published "
+                                      f"but no longer in '{found.source}'")
+    return _from_file(config, snapshot, *located, named=found.named)
 
 
 def _document(*, kind: str, source: str, path: str, key: str, title: str, created_at,
