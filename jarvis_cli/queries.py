@@ -9,9 +9,9 @@ import click
 
 from jarvis_cli.common import CliContext, answering, emit_text
 from jarvis_query.render import (
+    render_document,
     render_graph,
     render_graphrag_ranking,
-    render_note,
     render_notifications,
     render_results,
     render_status,
@@ -88,17 +88,18 @@ def graph(obj: CliContext, note: str, depth: int, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("note")
-@click.option("--vault", default=None, help="Read from this vault (or mail or Confluence source).")
+@click.argument("name")
+@click.option("--vault", default=None, help="Read from this source (a search hit's vault).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def read(obj: CliContext, note: str, vault: str | None, as_json: bool) -> None:
-    """Print NOTE (a vault-relative path or a title) from disk, with its tags and links; or a
-    mail thread (thread:SOURCE/ID, threads/ID, a Message-ID) or a Confluence page
-    (page:SOURCE/ID, pages/ID, its id or title)."""
+def read(obj: CliContext, name: str, vault: str | None, as_json: bool) -> None:
+    """Open the document NAME names, of any kind: a search hit's path (with --vault), a
+    document key, a note's path or title, a ticket key (LUM-4, owner/repo#12), a commit hash
+    or its first 7+ digits, a Message-ID, a Confluence page id or title. A note is read as
+    it is on disk, any other document as it was indexed; with its details and links."""
     with answering():
-        data = obj.knowledge_base().read_note(note, vault)
-    emit_text(data, as_json, render_note)
+        data = obj.knowledge_base().read_note(name, vault)
+    emit_text(data, as_json, render_document)
 
 
 @click.command()

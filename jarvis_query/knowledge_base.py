@@ -27,7 +27,7 @@ import duckdb
 from jarvis_core.config import JarvisConfig
 from jarvis_core.stores import serving
 from jarvis_core.stores.vectors.filters import VectorFilter
-from jarvis_query import reading
+from jarvis_query import documents
 from jarvis_query.context import NoSnapshot, VaultContexts
 from jarvis_query.graphrag import DEFAULT_MAX_TOKENS, GraphRAG
 from jarvis_query.lookup import find_document
@@ -217,16 +217,16 @@ class KnowledgeBase:
         require_text(query_note_path, "query_note_path", MAX_PATH_CHARS)
         check_depth(depth)
         snapshot = self.snapshots.current()
-        key, vault, path = find_document(self.config, snapshot, query_note_path)
+        found = find_document(self.config, snapshot, query_note_path)
         try:
-            result = self.graph.search(snapshot, key, depth)
+            result = self.graph.search(snapshot, found.key, depth)
         except graph_failures() as exc:
-            title = path.rsplit("/", 1)[-1].removesuffix(".md")
-            fallback = self.search_semantic(title, vault=vault)
+            title = found.path.rsplit("/", 1)[-1].removesuffix(".md")
+            fallback = self.search_semantic(title, vault=found.source)
             return {"available": False,
                     "message": f"Graph search is currently unavailable: {exc}",
                     "fallback": fallback, "embeddings": fallback.embeddings}
-        return {"available": True, "vault": vault, "path": path, **result}
+        return {"available": True, "vault": found.source, "path": found.path, **result}
 
     def search_graphrag(self, query: str, limit: int = 10, vault: str | None = None,
                         depth: int = 1, max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -256,10 +256,10 @@ class KnowledgeBase:
         return {**answer, "kind": self.config.source_kind(vault)}
 
     def read_note(self, path: str, vault: str | None = None) -> dict:
-        """A note as it is on disk, with its tags, links and backlinks; or a mail thread or
-        Confluence page by its key, id or title, rebuilt from the published chunks
-        (reading.py)."""
-        return reading.read_note(self.config, self._optional_snapshot(), path, vault)
+        """Any document by a search hit's path and vault, or by its key or identifier: a
+        note as it is on disk, any other kind as it was indexed, with its details, links
+        and backlinks (documents.py)."""
+        return documents.read_document(self.config, self._optional_snapshot(), path, vault)
 
     def list_vaults(self) -> dict:
         """The configured sources of every kind and what the published version holds for

@@ -31,9 +31,9 @@ from jarvis_query import mcp_schemas as out
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.reading import NoteAccessError
 from jarvis_query.render import (
+    render_document,
     render_graph,
     render_graphrag,
-    render_note,
     render_results,
     render_vault_context,
     render_vaults,
@@ -196,12 +196,20 @@ def build_server(kb: KnowledgeBase, server: JarvisMCPServer | None = None) -> Ja
                                                   max_tokens=max_tokens,
                                                   source_types=source_types), render_graphrag)
 
-    @tool("read-note", "A note's full text as it is on disk, with frontmatter, tags, links "
-                       "and backlinks; or a mail thread (its messages) or a Confluence page "
-                       "by key, id or title: pass a search hit's path and vault. Only the "
-                       "configured vaults, mail sources and Confluence spaces are read.")
     def read_note(path: arg.ReadPath, vault: arg.Vault = None) -> out.NoteAnswer:
-        return answer(lambda: kb.read_note(path, vault), render_note)
+        return answer(lambda: kb.read_note(path, vault), render_document)
+
+    # One tool under two names: read-note, as assistants configured for it call it, and read.
+    for name in ("read-note", "read"):
+        tool(name, "Open any document a search hit names (note, commit, repository doc, "
+                   "ticket, mail thread, Confluence page): pass the hit's path and vault, or "
+                   "a bare identifier (a ticket key or owner/repo#12, a commit hash or a "
+                   "prefix of 7+ digits, a Message-ID, a page id or title, a note's path or "
+                   "title, a document key). Gives its text (a note as it is on disk, any "
+                   "other document as it was indexed), its dates, tags and kind's details "
+                   "(a ticket's status, people and links, a commit's files with +/- lines, a "
+                   "thread's messages, a page's space), links and backlinks. Only the "
+                   "configured sources are read.")(read_note)
 
     @tool("list-vaults", "Every configured source with its kind (vault, repo, tickets, mail, "
                          "confluence), path, counts (notes, commits, tickets, messages and "

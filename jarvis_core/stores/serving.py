@@ -39,7 +39,8 @@ DOCUMENT_NAMES = r"""
     FROM documents"""
 # Table -> the query that fills its serving copy: here the tables every kind shares; each
 # kind adds its own (``SourceKind.serving``), leaving out what the query side does not read
-# (note bodies stay out: read-note reads files).
+# (the documents' text stays out: a note is read from its file, any other document rebuilt
+# from its chunks).
 SERVING_TABLES = {
     "chunks": "SELECT * FROM chunks",
     "documents": "SELECT * FROM documents",

@@ -21,7 +21,7 @@ from tests.query_helpers import JARVIS, converse, publish_encoder
 pytestmark = pytest.mark.slow
 
 QUERY_TOOLS = {"search-semantic", "search-vault", "search-hybrid", "search-graph",
-               "search-graphrag", "read-note", "list-vaults", "get-vault-context"}
+               "search-graphrag", "read-note", "read", "list-vaults", "get-vault-context"}
 # `jarvis serve` adds the assistant tools (memory, health) to build_server's query tools
 TOOLS = QUERY_TOOLS | {"remember", "recall", "forget", "health-status", "performance-metrics"}
 SECRET = "TOP SECRET: do not serve"
@@ -113,12 +113,14 @@ BAD = {  # label -> (tool, arguments, the start of the error text)
                     "Error: depth must be between 1 and 3"),
     "graph_no_note": ("search-graph", {}, "Error: query_note_path parameter is required"),
     "graph_unknown_note": ("search-graph", {"query_note_path": "No Such Note"},
-                           "Error: Note not found: 'No Such Note'"),
+                           "Error: 'No Such Note' names no document in the sources you can "
+                           "read"),
     "graphrag_no_query": ("search-graphrag", {}, "Error: query parameter is required"),
     "graphrag_vault": ("search-graphrag", {"query": "x", "vault": "nope"},
                        "Error: Unknown vault 'nope'"),
     "read_missing": ("read-note", {"path": "Nope/Missing.md"},
-                     "Error reading note: File not found: 'Nope/Missing.md'"),
+                     "Error: 'Nope/Missing.md' names no document in the sources you can "
+                     "read"),
     "read_no_path": ("read-note", {}, "Error: path parameter is required"),
     "read_vault": ("read-note", {"path": "Sleep", "vault": "nope"},
                    "Error: Unknown vault 'nope'"),
