@@ -151,7 +151,11 @@ def run_query_benchmark(model: str, chunks: int = 100_000, cache_dir: Path | Non
         build = {"vector_index_seconds": round(_publish(
             data_dir, embedder, rows, _corpus_vectors(seeds, len(rows), rng)), 1)}
         build |= _complete_version(data_dir, rows, graph_nodes, graph_edges)
-        kb = KnowledgeBase(JarvisConfig(data_dir=data_dir, embedding={"model": model}))
+        vault = data_dir / SOURCE  # configured, so lookups search it; nothing reads its files
+        vault.mkdir()
+        kb = KnowledgeBase(JarvisConfig(data_dir=data_dir, sources={
+            SOURCE: registry.kind("vault").settings(path=vault)},
+                                        embedding={"model": model}))
         try:
             started = time.perf_counter()
             kb.snapshots.current()

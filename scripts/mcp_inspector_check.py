@@ -53,7 +53,7 @@ CALLS: list[tuple[str, dict[str, str]]] = [
 ]
 FAILING_CALLS: list[tuple[str, dict[str, str], str]] = [  # ..., the start of the message
     ("read-note", {"path": "No Such Note.md", "vault": "sample"},
-     "Error reading note: File not found: 'No Such Note.md'"),
+     "Error: 'No Such Note.md' names no document in 'sample'"),
     ("search-semantic", {"query": "sleep", "limit": "0"}, "Error: limit must be between 1 and 50"),
     ("read-note", {"path": "../../etc/passwd", "vault": "sample"},
      "Error reading note: Access denied: "),
