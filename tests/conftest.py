@@ -141,18 +141,14 @@ def _held(lock_path):
 
 
 _TIER_ORDER = ("e2e", "dagster", "stores", "unit")
-# The one file that keeps a worker busy for minutes (1,000 SciFact chunks embedded by both
-# encoders): started before the rest of its tier, it ends before the others do.
-_LONGEST_FILE = ("tests", "e2e", "test_query_encoder_equivalence.py")
 
 
 def pytest_collection_modifyitems(items):
     """The slowest tier first: the workers start on the long files and end on the
     milliseconds-long ones, so none is left alone with a long file at the end."""
-    def tier(item) -> tuple[int, bool]:
+    def tier(item) -> int:
         parts = item.path.relative_to(item.config.rootpath).parts
-        rank = _TIER_ORDER.index(parts[1]) if len(parts) > 2 and parts[1] in _TIER_ORDER else 0
-        return rank, parts != _LONGEST_FILE
+        return _TIER_ORDER.index(parts[1]) if len(parts) > 2 and parts[1] in _TIER_ORDER else 0
 
     items.sort(key=tier)
 
