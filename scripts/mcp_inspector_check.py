@@ -43,6 +43,7 @@ CALLS: list[tuple[str, dict[str, str]]] = [
     ("search-graph", {"query_note_path": "Reading/Books/Why We Sleep.md", "depth": "2"}),
     ("search-graphrag", {"query": "why do we sleep", "limit": "3"}),
     ("read-note", {"path": "Reading/Books/Why We Sleep.md", "vault": "sample"}),
+    ("read", {"path": "Why We Sleep"}),  # the alias, opening a note by its title
     ("list-vaults", {}),
     ("get-vault-context", {"vault": "sample"}),
     ("remember", {"text": "The inspector check ran against the sample vault.",
