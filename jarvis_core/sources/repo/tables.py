@@ -1,11 +1,12 @@
 """The raw tables of a git repository: commits reachable from the configured branch, the files
-each changed, the files and docs at its head, its ``.jarvis`` knowledge and the head last
-ingested. Declared once as polars schemas; the DDL is generated from them."""
+each changed, the files and docs at its head, its ``.jarvis`` knowledge, the head last
+ingested, and its source code's files, symbols and references (code/tables.py). Declared once as polars schemas; the DDL is generated from them."""
 
 from __future__ import annotations
 
 import polars as pl
 
+from jarvis_core.sources.repo.code.tables import CODE_TABLES
 from jarvis_core.stores.tables import Table
 
 COMMITS = Table("commits", pl.Schema({
@@ -41,4 +42,4 @@ REPO_STATE = Table("repo_state", pl.Schema({
     "commit_count": pl.Int64, "settings": pl.Utf8, "ingested_at": pl.Datetime("us"),
 }), ("source",))
 
-TABLES = (COMMITS, COMMIT_FILES, REPO_FILES, REPO_DOCS, REPO_KNOWLEDGE, REPO_STATE)
+TABLES = (COMMITS, COMMIT_FILES, REPO_FILES, REPO_DOCS, REPO_KNOWLEDGE, REPO_STATE, *CODE_TABLES)

@@ -7,12 +7,19 @@ Lines are 1-based and inclusive. A symbol's ``symbol_id`` is its qualified name 
 file (``UserService.create_user``), with ``@<line>`` added when the file defines that
 qualified name more than once (overloads, a property's getter and setter), so
 ``(source, path, symbol_id)`` names one symbol and ``symbol:<repo>/<path>::<symbol_id>`` is
-its graph node.
+its graph node: type ``symbol``, titled by its qualified name, with the properties ``kind``,
+``name``, ``qualified_name``, ``symbol_id``, ``signature``, ``path``, ``start_line``,
+``end_line`` and ``language``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+
+def symbol_key(repo: str, path: str, symbol_id: str) -> str:
+    """The graph node of a symbol (``file:<repo>/<path>`` is its file's)."""
+    return f"symbol:{repo}/{path}::{symbol_id}"
 
 # Symbol kinds, the same words for every language.
 MODULE, CLASS, INTERFACE, STRUCT, ENUM, TRAIT = "module", "class", "interface", "struct", \
