@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from jarvis_core.config import JarvisConfig
@@ -85,14 +86,17 @@ def chunk_corpus(dataset: BeirDataset, config: JarvisConfig) -> pl.DataFrame:
 MODES = ("dense", "bm25", "hybrid")
 
 
-def dense_hits(dataset: BeirDataset, chunks: pl.DataFrame, embedder,
-               index_dir: Path) -> dict[str, list[tuple[str, float]]]:
-    """Index the chunks (reusing vectors already in ``index_dir``); each query's best chunks."""
-    collection = collection_name(embedder.model, embedder.dimension)
+def dense_hits(dataset: BeirDataset, chunks: pl.DataFrame, embedder, index_dir: Path,
+               query_vectors: np.ndarray | None = None) -> dict[str, list[tuple[str, float]]]:
+    """Index the chunks (reusing vectors already in ``index_dir``); each query's best chunks,
+    found with ``query_vectors`` (rows in the order of ``dataset.queries``: another
+    embedder's, as the query side encodes queries) or else the embedder's own."""
+    collection = collection_name(embedder.model, embedder.dimension, embedder.precision)
     with EdgeVectorStore(index_dir, collection, embedder.dimension, embedder.model) as vectors:
         sync_source(EVAL_SOURCE, chunks, vectors, embedder)
         query_ids = list(dataset.queries)
-        query_vectors = embedder.embed([dataset.queries[q] for q in query_ids])
+        if query_vectors is None:
+            query_vectors = embedder.embed([dataset.queries[q] for q in query_ids])
         return {query_id: [(hit.chunk_id, hit.score)
                            for hit in vectors.search(vector, limit=CANDIDATE_CHUNKS)]
                 for query_id, vector in zip(query_ids, query_vectors, strict=True)}
@@ -129,10 +133,10 @@ def rankings(dataset: BeirDataset, config: JarvisConfig, mode: str, embedder,
         dense = dense_hits(dataset, chunks, embedder, index_dir)
         keyword = keyword_hits(dataset, chunks, keyword_dir)
         hits = {q: fuse(keyword[q], dense[q]) for q in dataset.queries}
-    return {query_id: _documents(found, document_of) for query_id, found in hits.items()}
+    return {query_id: best_documents(found, document_of) for query_id, found in hits.items()}
 
 
-def _documents(hits: list[tuple[str, float]], document_of: dict[str, str]) -> dict[str, float]:
+def best_documents(hits: list[tuple[str, float]], document_of: dict[str, str]) -> dict[str, float]:
     """A query's chunk hits folded to documents, each scored by its best chunk."""
     best: dict[str, float] = {}
     for chunk_id, hit_score in hits:

@@ -60,7 +60,7 @@ def _publish(data_dir: Path, embedder: Embedder, rows: list[dict], vectors: np.n
         conn.register("bench_chunks", chunks.to_arrow())
         serving.copy_tables(conn, staging, {"chunks": "SELECT * FROM bench_chunks"},
                             serving.SERVING_INDEXES)
-    collection = collection_name(embedder.model, embedder.dimension)
+    collection = collection_name(embedder.model, embedder.dimension, embedder.precision)
     with EdgeVectorStore(data_dir / "vectors", collection, embedder.dimension,
                          embedder.model) as vector_store:
         for start in range(0, len(rows), 4096):

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from jarvis_core.embedding_backends import OPENVINO, TORCH_FP32
 from jarvis_core.settings import CACHE_ENV
 from jarvis_core.text.chunking import chunk_document
-from jarvis_core.text.embedder import OPENVINO, TORCH_FP32, Embedder
+from jarvis_core.text.embedder import Embedder
 from jarvis_core.text.export import export_query_model
 from jarvis_core.text.query_encoder import QueryEncoder
 from jarvis_core.text.tokens import resolve_model_dir, token_counter
