@@ -114,7 +114,7 @@ class Embedder:
                    settings)
 
     def _take(self, backend: str, encode: BatchEncoder, settings: Settings) -> None:
-        self.backend, self._encode_batch = backend, encode
+        self.backend, self._encode_batches = backend, encode
         self.precision: str = PRECISIONS[backend]
         self.dimension: int = settings.dimension
         self.max_tokens: int = settings.max_seq_length
@@ -154,9 +154,12 @@ class Embedder:
         embeddings = np.empty((len(texts), self.dimension), dtype=np.float32)
         # Batching texts of similar length wastes the least work on padding.
         order = sorted(range(len(texts)), key=lambda index: -len(texts[index]))
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
-            embeddings[batch] = self._encode_batch([texts[index] for index in batch], prompt)
+        batches = [order[start:start + self.batch_size]
+                   for start in range(0, len(order), self.batch_size)]
+        encoded = self._encode_batches([[texts[index] for index in batch] for batch in batches],
+                                       prompt)
+        for batch, vectors in zip(batches, encoded, strict=True):
+            embeddings[batch] = vectors
         norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
         return embeddings / np.maximum(norms, np.finfo(np.float32).tiny)
 
@@ -213,11 +216,10 @@ def _torch_encoder(sentence_model, *, bf16: bool) -> BatchEncoder:
     if bf16:
         sentence_model.to(torch.bfloat16)
 
-    def encode(texts: list[str], prompt: str) -> np.ndarray:
-        embeddings = sentence_model.encode(
-            texts, prompt=prompt, batch_size=len(texts), convert_to_tensor=True,
-            show_progress_bar=False,
-        )
-        return embeddings.float().cpu().numpy()
+    def encode(batches: list[list[str]], prompt: str) -> list[np.ndarray]:
+        return [sentence_model.encode(texts, prompt=prompt, batch_size=len(texts),
+                                      convert_to_tensor=True, show_progress_bar=False,
+                                      ).float().cpu().numpy()
+                for texts in batches]
 
     return encode

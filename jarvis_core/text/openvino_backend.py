@@ -40,11 +40,14 @@ from jarvis_core.text.tokens import cache_key, model_file_stats
 logger = logging.getLogger(__name__)
 
 MODEL_FILE = "model.xml"
+# Measured on 2 cores (docs/benchmarks.md, `jarvis bench embed`): see openvino_settings.
+PERFORMANCE_HINT = "LATENCY"
 SETTINGS_FILE = "embedder.json"
 SETTINGS_FORMAT = 1
 
-# Embeds a batch of texts, each prefixed with the prompt, into raw float32 vectors.
-BatchEncoder = Callable[[list[str], str], np.ndarray]
+# Embeds batches of texts, each text prefixed with the prompt, into raw float32 vectors: one
+# array per batch, in order. All batches at once, so a backend may keep several in flight.
+BatchEncoder = Callable[[list[list[str]], str], list[np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -105,16 +108,29 @@ def sentence_model_encoder(sentence_model, model_dir: Path, cache_dir: Path,
 
 def _encoder(model_file: Path, tokenize, precision: str) -> tuple[BatchEncoder, list[str]]:
     """The compiled model's encoder, and the features it is fed. The precision is always
-    given: OpenVINO would otherwise pick bf16 on its own where the CPU has it."""
-    compiled = import_openvino().Core().compile_model(
+    given: OpenVINO would otherwise pick bf16 on its own where the CPU has it. Batches go
+    through an asynchronous queue of as many requests as the performance hint makes streams
+    on this machine, the next batch tokenized while the others compute."""
+    openvino = import_openvino()
+    compiled = openvino.Core().compile_model(
         model_file, "CPU",
-        {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": precision},
+        {"PERFORMANCE_HINT": PERFORMANCE_HINT, "INFERENCE_PRECISION_HINT": precision},
     )
     inputs = [port.get_any_name() for port in compiled.inputs]
-    request = compiled.create_infer_request()
+    queue = openvino.AsyncInferQueue(compiled,
+                                     compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
 
-    def encode(texts: list[str], prompt: str) -> np.ndarray:
-        return request.infer(tokenize(texts, prompt, inputs))[0]
+    def encode(batches: list[list[str]], prompt: str) -> list[np.ndarray]:
+        outputs: list[np.ndarray] = [np.empty(0, np.float32)] * len(batches)
+
+        def keep(request, index: int) -> None:  # the request's buffer is reused: copy it
+            outputs[index] = request.get_output_tensor(0).data.copy()
+
+        queue.set_callback(keep)
+        for index, batch in enumerate(batches):
+            queue.start_async(tokenize(batch, prompt, inputs), index)  # waits for a free one
+        queue.wait_all()
+        return outputs
 
     return encode, inputs
 
