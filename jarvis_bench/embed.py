@@ -108,10 +108,12 @@ def sentence(rng: random.Random) -> str:
 def run_embed_benchmark(
     model: str, n_chunks: int = 256, batch_size: int = 32, cache_dir: Path | None = None,
     *, tuning: bool = True, scifact: Path | None = None, config: JarvisConfig | None = None,
+    scifact_backends: tuple[str, ...] = BACKENDS,
 ) -> dict:
     """Measure every embedding backend, and the one ``auto`` picks, on ``n_chunks`` chunks;
     with ``tuning``, the share of peak and OpenVINO's settings; with ``scifact`` (a BEIR
-    dataset, chunked as ``config`` says), the quality gate."""
+    dataset, chunked as ``config`` says), the quality gate of ``scifact_backends`` (float32
+    OpenVINO, the reference, always)."""
     if n_chunks <= NEIGHBOURS:
         raise ValueError(f"n_chunks must exceed {NEIGHBOURS} to compare nearest neighbours")
     if scifact is not None and config is None:
@@ -155,7 +157,8 @@ def run_embed_benchmark(
                 model, cache_dir or default_cache_dir(), chunks, choice.precision)
     if scifact is not None:  # float32 OpenVINO is torch-fp32 within 1e-7 and 3x faster
         result["scifact"] = scifact_quality(
-            scifact, config, {name: embedders[name] for name in BACKENDS if name in embedders},
+            scifact, config, {name: embedders[name] for name in BACKENDS if name in embedders
+                              and (name in scifact_backends or name == OPENVINO)},
             OPENVINO if OPENVINO in embedders else REFERENCE_BACKEND)
     return result
 

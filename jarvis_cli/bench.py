@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from jarvis_cli.common import CliContext, answering, emit
+from jarvis_core.embedding_backends import BACKENDS
 from jarvis_query.render import table
 
 
@@ -58,10 +59,13 @@ def bench() -> None:
 @click.option("--scifact", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="A BEIR dataset (../shared/eval/scifact): the quality gate, "
               "nDCG@10 dense and hybrid per backend (minutes: each embeds the corpus).")
+@click.option("--scifact-backends", default=",".join(BACKENDS), show_default=True,
+              help="Comma-separated backends the quality gate measures (float32 OpenVINO, "
+              "the reference, always).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def bench_embed(obj: CliContext, n_chunks: int, batch_size: int, scifact: Path | None,
-                as_json: bool) -> None:
+                scifact_backends: str, as_json: bool) -> None:
     """Embedding throughput, fidelity and share of the CPU's peak of every backend available
     here, OpenVINO's hints, streams and batch sizes compared, and the one auto picks."""
     from jarvis_bench.embed import run_embed_benchmark
@@ -69,7 +73,8 @@ def bench_embed(obj: CliContext, n_chunks: int, batch_size: int, scifact: Path |
     config = obj.config()
     result = run_embed_benchmark(config.embedding.model, n_chunks=n_chunks,
                                  batch_size=batch_size, cache_dir=config.cache_dir,
-                                 scifact=scifact, config=config)
+                                 scifact=scifact, config=config,
+                                 scifact_backends=tuple(scifact_backends.split(",")))
 
     def render(data: dict) -> None:
         rows = [{"backend": name, **entry} for name, entry in data["backends"].items()]
