@@ -40,8 +40,10 @@ from jarvis_core.text.tokens import cache_key, model_file_stats
 logger = logging.getLogger(__name__)
 
 MODEL_FILE = "model.xml"
-# Measured on 2 cores (docs/benchmarks.md, `jarvis bench embed`): see openvino_settings.
-PERFORMANCE_HINT = "LATENCY"
+# THROUGHPUT: OpenVINO sets the streams per machine (2 on 2 cores, each batch on one core).
+# Measured on 2 shared cores, bf16, ~213-token chunks (`jarvis bench embed`, 2026-11-27):
+# 27-30 chunks/s against 21-22 with LATENCY (one stream, both cores on each batch).
+PERFORMANCE_HINT = "THROUGHPUT"
 SETTINGS_FILE = "embedder.json"
 SETTINGS_FORMAT = 1
 

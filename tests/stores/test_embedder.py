@@ -167,7 +167,7 @@ def test_a_damaged_saved_tokenizer_means_loading_the_model(tmp_path, damage):
         "document_prompt": ""}) if damage == "tokenizer" else "{not json")
     (target / TOKENIZER_FILE).write_text("{}")
     (target / "model.xml").write_text("<net/>")
-    assert converted_encoder(model_dir, tmp_path) is None
+    assert converted_encoder(model_dir, tmp_path, "f32") is None
 
 
 @pytest.mark.skipif(bool(backend_problem(OPENVINO_BF16)),
