@@ -16,16 +16,17 @@ import time
 from pathlib import Path
 
 from jarvis_bench.evaluation import (
-    best_documents,
     chunk_corpus,
     dense_hits,
     keyword_hits,
     load_beir,
+    places,
+    ranked_by_group,
     score,
 )
 from jarvis_core.config import JarvisConfig
 from jarvis_core.text.embedder import Embedder
-from jarvis_query.fusion import fuse
+from jarvis_query.retrievers.grouping import DOCUMENT
 
 # A backend keeps retrieval quality when each nDCG@10 is at most this far below float32's.
 MAX_NDCG_LOSS = 0.003
@@ -37,6 +38,7 @@ def scifact_quality(dataset_dir: Path, config: JarvisConfig, embedders: dict[str
     its own queries and with the reference's, and whether it passes the gate."""
     data = load_beir(dataset_dir)
     chunks = chunk_corpus(data, config)
+    found = places(chunks)
     texts = [data.queries[query_id] for query_id in data.queries]
     reference_queries = embedders[reference].embed(texts)
     with tempfile.TemporaryDirectory(prefix="jarvis-bench-embed-") as tmp:
@@ -53,8 +55,8 @@ def scifact_quality(dataset_dir: Path, config: JarvisConfig, embedders: dict[str
             results[name] = {
                 "chunks": chunks.height,
                 "chunks_per_s": round(chunks.height / seconds, 1),
-                "own_queries": _scores(data, chunks, own, keyword),
-                "f32_queries": _scores(data, chunks, with_reference, keyword),
+                "own_queries": _scores(data, found, own, keyword),
+                "f32_queries": _scores(data, found, with_reference, keyword),
             }
     floor = {mode: results[reference]["own_queries"][mode]["ndcg_at_10"] - MAX_NDCG_LOSS
              for mode in ("dense", "hybrid")}
@@ -67,10 +69,8 @@ def scifact_quality(dataset_dir: Path, config: JarvisConfig, embedders: dict[str
             "backends": results}
 
 
-def _scores(data, chunks, dense: dict, keyword: dict) -> dict[str, dict[str, float]]:
-    document_of = dict(zip(chunks["chunk_id"], chunks["path"], strict=True))
-    hybrid = {query_id: fuse(keyword[query_id], dense[query_id]) for query_id in data.queries}
-    return {mode: score(data, {query_id: best_documents(found, document_of)
-                               for query_id, found in hits.items()})
-            for mode, hits in (("dense", dense), ("hybrid", hybrid))}
-
+def _scores(data, found, dense: dict, keyword: dict) -> dict[str, dict[str, float]]:
+    """nDCG@10 and recall@10 by document, as the searches rank by default."""
+    modes = ("dense", "hybrid")
+    ranked = ranked_by_group({"dense": dense, "bm25": keyword}, modes, found)
+    return {mode: score(data, ranked[mode][DOCUMENT]) for mode in modes}

@@ -2,8 +2,12 @@
 
 Each corpus document (title + text) goes through the chunker and then the vector store
 (dense), the keyword index (bm25) or both fused as the query side fuses them (hybrid),
-exactly as a note does; a query's ranking is its chunk hits folded to documents by their
-best chunk. Scores come from trec_eval (pytrec-eval-terrier), as in BEIR.
+exactly as a note does. Each mode is scored two ways, as the searches can answer:
+``document`` (their default) ranks documents as the searches do, hybrid fusing documents
+(jarvis_query/retrievers/grouping.py); ``chunk`` fuses the chunks, and only the scoring
+folds a query's ranking to documents by their best chunk. For dense and bm25 alone the two
+rank the same documents; hybrid's document fusion keeps a document's best three chunks in
+each leg. Scores come from trec_eval (pytrec-eval-terrier), as in BEIR.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from jarvis_core.stores.vectors.sync import sync_source
 from jarvis_core.text.chunking import chunk_document
 from jarvis_core.text.tokens import token_counter
 from jarvis_query.fusion import fuse
+from jarvis_query.results import Hit
+from jarvis_query.retrievers.grouping import CHUNK, DOCUMENT, Place, documents, fuse_documents
 
 EVAL_SOURCE = "beir"
 CANDIDATE_CHUNKS = 100
@@ -116,31 +122,68 @@ def keyword_hits(dataset: BeirDataset, chunks: pl.DataFrame,
                     for query_id, text in dataset.queries.items()}
 
 
-def rankings(dataset: BeirDataset, config: JarvisConfig, mode: str, embedder,
-             index_dir: Path) -> dict[str, dict[str, float]]:
-    """doc id -> score per query for ``mode`` (dense, bm25 or hybrid with RRF); the dense
-    index lives in ``index_dir``, the keyword index beside it."""
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}: expected one of {', '.join(MODES)}")
+Ranking = dict[str, dict[str, float]]  # query id -> doc id -> score
+
+
+def rankings(dataset: BeirDataset, config: JarvisConfig, modes: tuple[str, ...], embedder,
+             index_dir: Path) -> dict[str, dict[str, Ranking]]:
+    """mode -> group ("document", "chunk") -> each query's documents with their scores, for
+    ``modes`` (dense, bm25, hybrid with RRF); each leg is searched once for all of them. The
+    dense index lives in ``index_dir``, the keyword index beside it."""
+    unknown = [mode for mode in modes if mode not in MODES]
+    if unknown:
+        raise ValueError(f"unknown mode {unknown[0]!r}: expected one of {', '.join(MODES)}")
     chunks = chunk_corpus(dataset, config)
-    document_of = dict(zip(chunks["chunk_id"], chunks["path"], strict=True))
-    keyword_dir = index_dir.with_name(f"{index_dir.name}.keyword")
-    if mode == "dense":
-        hits = dense_hits(dataset, chunks, embedder, index_dir)
-    elif mode == "bm25":
-        hits = keyword_hits(dataset, chunks, keyword_dir)
-    else:
-        dense = dense_hits(dataset, chunks, embedder, index_dir)
-        keyword = keyword_hits(dataset, chunks, keyword_dir)
-        hits = {q: fuse(keyword[q], dense[q]) for q in dataset.queries}
-    return {query_id: best_documents(found, document_of) for query_id, found in hits.items()}
+    found = places(chunks)
+    legs = {}
+    if {"dense", "hybrid"} & set(modes):
+        legs["dense"] = dense_hits(dataset, chunks, embedder, index_dir)
+    if {"bm25", "hybrid"} & set(modes):
+        legs["bm25"] = keyword_hits(dataset, chunks,
+                                    index_dir.with_name(f"{index_dir.name}.keyword"))
+    return ranked_by_group(legs, modes, found)
 
 
-def best_documents(hits: list[tuple[str, float]], document_of: dict[str, str]) -> dict[str, float]:
+def places(chunks: pl.DataFrame) -> dict[str, Place]:
+    """chunk id -> its document, for grouping."""
+    return {chunk_id: Place(EVAL_SOURCE, doc_id, "")
+            for chunk_id, doc_id in zip(chunks["chunk_id"], chunks["path"], strict=True)}
+
+
+def ranked_by_group(legs: dict[str, dict[str, list[tuple[str, float]]]], modes: tuple[str, ...],
+                    found: dict[str, Place]) -> dict[str, dict[str, Ranking]]:
+    """mode -> group -> each query's documents with their scores, from each leg's chunk hits
+    per query (``legs`` has "dense" and/or "bm25", whichever ``modes`` need)."""
+    query_ids = list(next(iter(legs.values())))
+    ranked = {}
+    for mode in modes:
+        by_group = {CHUNK: {}, DOCUMENT: {}}
+        for query_id in query_ids:
+            if mode == "hybrid":
+                keyword, dense = legs["bm25"][query_id], legs["dense"][query_id]
+                by_group[CHUNK][query_id] = _folded(fuse(keyword, dense), found)
+                by_group[DOCUMENT][query_id] = {
+                    document.doc_key: value for document, value in fuse_documents(
+                        _hits(keyword), _hits(dense), found)}
+            else:
+                hits = legs[mode][query_id]
+                by_group[CHUNK][query_id] = _folded(hits, found)
+                by_group[DOCUMENT][query_id] = {
+                    document.doc_key: document.hits[0].score
+                    for document in documents(_hits(hits), found)}
+        ranked[mode] = by_group
+    return ranked
+
+
+def _hits(scored: list[tuple[str, float]]) -> list[Hit]:
+    return [Hit.scored(chunk_id, value) for chunk_id, value in scored]
+
+
+def _folded(hits: list[tuple[str, float]], found: dict[str, Place]) -> dict[str, float]:
     """A query's chunk hits folded to documents, each scored by its best chunk."""
     best: dict[str, float] = {}
     for chunk_id, hit_score in hits:
-        doc_id = document_of[chunk_id]
+        doc_id = found[chunk_id].doc_key
         best[doc_id] = max(best.get(doc_id, hit_score), hit_score)
     return best
 

@@ -34,7 +34,7 @@ from jarvis_bench.search import (
 from jarvis_bench.synthetic_graph import synthetic_graph
 from jarvis_core.config import JarvisConfig
 from jarvis_core.sources import registry
-from jarvis_core.stores import serving
+from jarvis_core.stores import serving, tables
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_core.stores.keyword import CHUNK_COLUMNS, KeywordIndex
 from jarvis_core.text.embedder import Embedder
@@ -83,23 +83,32 @@ def _rows(texts: list[str], note_keys: list[str]) -> list[dict]:
 
 
 def _complete_version(data_dir: Path, rows: list[dict], graph_nodes, graph_edges) -> dict:
-    """Add what ``bench search``'s version lacks: the notes and graph_edges tables, the
-    keyword index and the graph. The version is in a private temporary directory no reader
-    has opened yet."""
+    """Add what ``bench search``'s version lacks: the notes, documents (with their names) and
+    graph_edges tables, the keyword index and the graph. The version is in a private
+    temporary directory no reader has opened yet."""
     version = serving.current_version(data_dir)
     seconds = {}
     notes = registry.table("notes").frame(
         {"source": SOURCE, "path": r["path"], "note_key": r["doc_key"], "title": r["title"],
          "tags": [], "aliases": []} for r in rows if r["position"] == 0)
+    documents = tables.DOCUMENTS.frame(  # what the identifier lookup of every search reads
+        {"source": SOURCE, "source_type": "note", "doc_key": r["doc_key"], "path": r["path"],
+         "title": r["title"], "doc_hash": "bench", "modified_at": None, "tags": r["tags"],
+         "names": [r["title"].lower()]} for r in rows if r["position"] == 0)
     edges = registry.table("graph_edges").frame(
         {"edge_key": edge.key, "source": SOURCE, "origin": edge.origin, "src": edge.src,
          "dst": edge.dst, "relation": edge.relation, "confidence": edge.confidence,
          "extractor": edge.extractor, "evidence": list(edge.evidence),
          "evidence_text": edge.evidence_text, "weight": edge.weight} for edge in graph_edges)
     with duckdb.connect(str(version.tables_path)) as conn:
-        for table, rows_frame in (("notes", notes), ("graph_edges", edges)):
+        for table, rows_frame in (("notes", notes), ("documents", documents),
+                                  ("graph_edges", edges)):
             conn.register(f"bench_{table}", rows_frame.to_arrow())
             conn.execute(f"CREATE TABLE {table} AS SELECT * FROM bench_{table}")
+        conn.execute("CREATE TABLE document_names AS "
+                     f"{serving.SERVING_TABLES['document_names']}")
+        conn.execute("CREATE INDEX document_names_by_name ON "
+                     f"{serving.SERVING_INDEXES['document_names_by_name']}")
     started = time.perf_counter()
     with KeywordIndex(data_dir / "keyword") as index:
         index.sync_source(SOURCE, pl.DataFrame(rows).select(CHUNK_COLUMNS))
@@ -142,7 +151,11 @@ def run_query_benchmark(model: str, chunks: int = 100_000, cache_dir: Path | Non
         build = {"vector_index_seconds": round(_publish(
             data_dir, embedder, rows, _corpus_vectors(seeds, len(rows), rng)), 1)}
         build |= _complete_version(data_dir, rows, graph_nodes, graph_edges)
-        kb = KnowledgeBase(JarvisConfig(data_dir=data_dir, embedding={"model": model}))
+        vault = data_dir / SOURCE  # configured, so lookups search it; nothing reads its files
+        vault.mkdir()
+        kb = KnowledgeBase(JarvisConfig(data_dir=data_dir, sources={
+            SOURCE: registry.kind("vault").settings(path=vault)},
+                                        embedding={"model": model}))
         try:
             started = time.perf_counter()
             kb.snapshots.current()

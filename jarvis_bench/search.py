@@ -59,7 +59,8 @@ def _publish(data_dir: Path, embedder: Embedder, rows: list[dict], vectors: np.n
     with duckdb.connect() as conn:
         conn.register("bench_chunks", chunks.to_arrow())
         serving.copy_tables(conn, staging, {"chunks": "SELECT * FROM bench_chunks"},
-                            serving.SERVING_INDEXES)
+                            {name: on for name, on in serving.SERVING_INDEXES.items()
+                             if on.startswith("chunks(")})
     collection = collection_name(embedder.model, embedder.dimension, embedder.precision)
     with EdgeVectorStore(data_dir / "vectors", collection, embedder.dimension,
                          embedder.model) as vector_store:

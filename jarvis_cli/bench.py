@@ -15,16 +15,19 @@ from jarvis_query.render import table
 
 @click.command(name="eval")
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False))
-@click.option("--mode", type=click.Choice(["dense", "bm25", "hybrid"]), default="dense",
-              show_default=True, help="Vectors, the keyword index, or both fused (RRF).")
+@click.option("--mode", type=click.Choice(["dense", "bm25", "hybrid", "all"]), default="dense",
+              show_default=True,
+              help="Vectors, the keyword index, both fused (RRF), or all three (each leg "
+                   "searched once).")
 @click.option("--split", default="test", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def evaluate(obj: CliContext, dataset: str, mode: str, split: str, as_json: bool) -> None:
-    """Retrieval quality (nDCG@10, recall@10) on a BEIR-layout DATASET directory."""
+    """Retrieval quality (nDCG@10, recall@10) on a BEIR-layout DATASET directory, with hits
+    grouped by document (the searches' default) and as chunks."""
     import time
 
-    from jarvis_bench.evaluation import load_beir, rankings, score
+    from jarvis_bench.evaluation import MODES, load_beir, rankings, score
     from jarvis_core.text.embedder import Embedder
 
     config = obj.config()
@@ -33,19 +36,29 @@ def evaluate(obj: CliContext, dataset: str, mode: str, split: str, as_json: bool
     except (FileNotFoundError, KeyError, ValueError) as exc:
         raise click.ClickException(f"{dataset}: {exc}") from exc
     started = time.perf_counter()
+    modes = MODES if mode == "all" else (mode,)
     settings = config.embedding
-    embedder = None if mode == "bm25" else Embedder(
+    embedder = None if modes == ("bm25",) else Embedder(
         settings.model, device=settings.device, batch_size=settings.batch_size,
         backend=settings.backend, cache_dir=config.cache_dir)
     index_dir = config.data_dir / "eval" / data.name
-    ranked = rankings(data, config, mode, embedder, index_dir)
-    result = {"dataset": data.name, "mode": mode, "model": embedder and embedder.model,
+    ranked = rankings(data, config, modes, embedder, index_dir)
+    result = {"dataset": data.name, "model": embedder and embedder.model,
               "backend": embedder and embedder.backend, "queries": len(data.queries),
-              "documents": len(data.corpus), **score(data, ranked),
+              "documents": len(data.corpus),
+              "modes": {name: {group: score(data, ranking) for group, ranking in by_group.items()}
+                        for name, by_group in ranked.items()},
               "seconds": round(time.perf_counter() - started, 1)}
-    emit(result, as_json, lambda d: click.echo(
-        f"{d['dataset']} ({d['mode']}, {d['queries']} queries): "
-        f"nDCG@10 {d['ndcg_at_10']:.4f}, recall@10 {d['recall_at_10']:.4f}"))
+
+    def render(d: dict) -> None:
+        for name, groups in d["modes"].items():
+            click.echo(f"{d['dataset']} ({name}, {d['queries']} queries): nDCG@10 "
+                       f"{groups['document']['ndcg_at_10']:.4f} by document, "
+                       f"{groups['chunk']['ndcg_at_10']:.4f} by chunk; recall@10 "
+                       f"{groups['document']['recall_at_10']:.4f}, "
+                       f"{groups['chunk']['recall_at_10']:.4f}")
+
+    emit(result, as_json, render)
 
 
 @click.group()
@@ -146,6 +159,33 @@ def bench_query(obj: CliContext, n_chunks: int, as_json: bool) -> None:
                    f"{data['graph_edges']} graph edges, {data['queries']} queries")
         rows = [{"tool": tool, **figures} for tool, figures in data["tools"].items()]
         click.echo(table(rows, ["tool", "p50_ms", "p95_ms", "goal_p50_ms"]))
+
+    emit(result, as_json, render)
+
+
+@bench.command(name="identifiers")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def bench_identifiers(obj: CliContext, as_json: bool) -> None:
+    """Whether keyword, semantic and hybrid search put the item an identifier names first
+    (every ticket key, commit hash prefix, Message-ID and page id published), and how fast."""
+    from jarvis_bench.identifiers import run_identifier_benchmark
+
+    config = obj.config()
+    with answering():
+        result = run_identifier_benchmark(config)
+
+    def render(data: dict) -> None:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in data["identifiers"].items())
+        click.echo(f"{data['queries']} identifier queries ({kinds or 'none'}), version "
+                   f"{data['version']}; goals: first {data['goal_first']}, p50 ≤ "
+                   f"{data['goal_p50_ms']} ms")
+        rows = [{"search": name, **figures} for name, figures in data["modes"].items()]
+        click.echo(table(rows, ["search", "first", "found_first", "p50_ms", "p95_ms"]))
+        for name, figures in data["modes"].items():
+            for miss in figures["misses"]:
+                click.echo(f"{name}: {miss['query']} found {miss['first']} first, not "
+                           f"{miss['wanted']}")
 
     emit(result, as_json, render)
 

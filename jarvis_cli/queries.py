@@ -9,9 +9,9 @@ import click
 
 from jarvis_cli.common import CliContext, answering, emit_text
 from jarvis_query.render import (
+    render_document,
     render_graph,
     render_graphrag_ranking,
-    render_note,
     render_notifications,
     render_results,
     render_status,
@@ -21,6 +21,13 @@ from jarvis_query.render import (
 
 _TYPE_HELP = ("Only this source type (repeatable): note, commit, repo_doc, ticket, email "
               "(mail threads), page (Confluence).")
+_CHUNKS = click.option("--chunks", "chunks", is_flag=True,
+                       help="Every matching chunk (a document's chunks apart) instead of one "
+                            "hit per document.")
+
+
+def _group(chunks: bool) -> str:
+    return "chunk" if chunks else "document"
 
 
 @click.command()
@@ -54,14 +61,17 @@ def notifications(obj: CliContext, limit: int, as_json: bool) -> None:
 @click.option("--limit", default=10, show_default=True, help="Number of results (1-50).")
 @click.option("--threshold", "similarity_threshold", type=float, default=None,
               help="Drop results with a lower cosine similarity.")
+@_CHUNKS
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def search(obj: CliContext, query: str, vault: str | None, limit: int,
-           similarity_threshold: float | None, as_json: bool) -> None:
-    """Semantic search: the chunks nearest in meaning to QUERY."""
+           similarity_threshold: float | None, chunks: bool, as_json: bool) -> None:
+    """Semantic search: the documents (--chunks: chunks) nearest in meaning to QUERY; an
+    item QUERY names (ticket key, commit hash, Message-ID, page id, title) first."""
     with answering():
         hits = obj.knowledge_base().search_semantic(
-            query, limit=limit, vault=vault, similarity_threshold=similarity_threshold)
+            query, limit=limit, vault=vault, similarity_threshold=similarity_threshold,
+            group=_group(chunks))
     emit_text(hits.answer(query), as_json, render_results)
 
 
@@ -78,17 +88,18 @@ def graph(obj: CliContext, note: str, depth: int, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("note")
-@click.option("--vault", default=None, help="Read from this vault (or mail or Confluence source).")
+@click.argument("name")
+@click.option("--vault", default=None, help="Read from this source (a search hit's vault).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def read(obj: CliContext, note: str, vault: str | None, as_json: bool) -> None:
-    """Print NOTE (a vault-relative path or a title) from disk, with its tags and links; or a
-    mail thread (thread:SOURCE/ID, threads/ID, a Message-ID) or a Confluence page
-    (page:SOURCE/ID, pages/ID, its id or title)."""
+def read(obj: CliContext, name: str, vault: str | None, as_json: bool) -> None:
+    """Open the document NAME names, of any kind: a search hit's path (with --vault), a
+    document key, a note's path or title, a ticket key (LUM-4, owner/repo#12), a commit hash
+    or its first 7+ digits, a Message-ID, a Confluence page id or title. A note is read as
+    it is on disk, any other document as it was indexed; with its details and links."""
     with answering():
-        data = obj.knowledge_base().read_note(note, vault)
-    emit_text(data, as_json, render_note)
+        data = obj.knowledge_base().read_note(name, vault)
+    emit_text(data, as_json, render_document)
 
 
 @click.command()
@@ -118,16 +129,18 @@ def context(obj: CliContext, vault: str, as_json: bool) -> None:
 @click.option("--vault", default=None, help="Search only this vault (or source).")
 @click.option("--limit", default=10, show_default=True, help="Number of results (1-50).")
 @click.option("--type", "source_types", multiple=True, help=_TYPE_HELP)
+@_CHUNKS
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def keyword(obj: CliContext, query: str, search_content: bool, vault: str | None, limit: int,
-            source_types: tuple[str, ...], as_json: bool) -> None:
+            source_types: tuple[str, ...], chunks: bool, as_json: bool) -> None:
     """Keyword search (BM25): notes whose name or path matches QUERY, or with --content the
-    chunks whose text does."""
+    documents (--chunks: chunks) whose text does; an item QUERY names first."""
     with answering():
         hits = obj.knowledge_base().search_vault(query, search_content=search_content,
                                                  limit=limit, vault=vault,
-                                                 source_types=list(source_types) or None)
+                                                 source_types=list(source_types) or None,
+                                                 group=_group(chunks))
     emit_text(hits.answer(query), as_json, render_results)
 
 
@@ -143,17 +156,19 @@ def keyword(obj: CliContext, query: str, search_content: bool, vault: str | None
               help="Modified on or after this ISO date or date-time.")
 @click.option("--before", "modified_before", default=None,
               help="Modified on or before this ISO date (the whole day) or date-time.")
+@_CHUNKS
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def hybrid(obj: CliContext, query: str, vault: str | None, limit: int, alpha: float | None,
            source_types: tuple[str, ...], tags: tuple[str, ...], modified_after: str | None,
-           modified_before: str | None, as_json: bool) -> None:
-    """Hybrid search: keyword (BM25) and semantic results for QUERY, fused."""
+           modified_before: str | None, chunks: bool, as_json: bool) -> None:
+    """Hybrid search: keyword (BM25) and semantic results for QUERY fused, one hit per
+    document (--chunks: chunks); an item QUERY names first."""
     with answering():
         hits = obj.knowledge_base().search_hybrid(
             query, limit=limit, vault=vault, alpha=alpha, source_types=list(source_types) or None,
             tags=list(tags) or None, modified_after=modified_after,
-            modified_before=modified_before)
+            modified_before=modified_before, group=_group(chunks))
     emit_text(hits.answer(query), as_json, render_results)
 
 

@@ -1,111 +1,144 @@
-"""Reading a mail thread or a Confluence page: read-note's counterpart for the sources whose
-documents are not files of their own.
+"""Opening any document a search can return (read-note, `jarvis read`): a note, commit,
+repository doc, ticket, mail thread or Confluence page, named by a hit's ``path`` and
+``vault`` (its source) or by a bare identifier (lookup.py), in one shape for every kind.
 
-A thread is named by its key (``thread:<source>/<id>``), its path (``threads/<id>``), its id or
-any Message-ID in it (``<…>`` and ``mid:`` optional); a page by its key
-(``page:<source>/<id>``), its path (``pages/<id>``), its id or its title. Only sources
-configured now (``mail`` and ``confluence``) are read, whatever the published version still
-holds. The published tables keep no bodies, so the text is rebuilt from the published chunks:
-each chunk is the document's ``[char_start:char_end]`` slice, laid at its place with overlaps
-trimmed; the chunker drops only the whitespace between blocks, restored as line breaks. No
-file is opened: a thread is the messages of several files, collapsed, and the chunks are
-exactly what search found.
+What is particular to a kind is its descriptor's (jarvis_core/sources/kind.py): each
+``DocumentType`` says the ``details`` its serving tables hold (a ticket's facts and links, a
+commit's files with their +/- lines, a thread's messages) and whether its documents are
+files read as they are now (``from_file``: a note, reading.py). Any other document's text
+is what was indexed, rebuilt from the published chunks: each chunk is the document's
+``[char_start:char_end]`` slice, laid at its place with overlaps trimmed; the chunker drops
+only the whitespace between blocks, restored as line breaks. Nothing outside a configured
+source is read, and a name that tries to lead out of one is refused whatever its kind.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from datetime import date, datetime
+from functools import cache
 
 from jarvis_core.config import JarvisConfig
+from jarvis_core.sources import registry
+from jarvis_core.sources.kind import DocumentType
+from jarvis_query import reading
+from jarvis_query.lookup import DocumentNotFound, Found, find_document
 from jarvis_query.snapshot import Snapshot
-from jarvis_query.validation import QueryError, shown
+from jarvis_query.validation import check_source, shown
 
-THREAD, PAGE = "thread", "page"
-# document kind -> (source kind, key prefix, path prefix)
-_KINDS = {THREAD: ("mail", "thread:", "threads/"), PAGE: ("confluence", "page:", "pages/")}
-_TABLES = {THREAD: "mail_threads", PAGE: "pages"}
+# The document's own fields a kind's facts may give; every other fact is a detail.
+_OWN_FACTS = ("created_at", "warnings")
 
 
-@dataclass(frozen=True)
-class DocumentRef:
-    kind: str
-    source: str
-    doc_id: str
-    message_id: str | None = None  # the Message-ID it was named by, when not the first one
-
-    @property
-    def key(self) -> str:
-        return f"{_KINDS[self.kind][1]}{self.source}/{self.doc_id}"
-
-    @property
-    def path(self) -> str:
-        return f"{_KINDS[self.kind][2]}{self.doc_id}"
+@cache
+def _types() -> dict[str, DocumentType]:
+    return {document.name: document for kind in registry.kinds() for document in kind.documents}
 
 
-def has_documents(config: JarvisConfig) -> bool:
-    return bool(config.sources_of("mail") or config.sources_of("confluence"))
+def _file_sources(config: JarvisConfig, source: str | None) -> list[str]:
+    """The sources (``source`` only, when given) whose documents are files read from disk."""
+    return [name for name in config.source_names if source in (None, name)
+            and any(document.from_file for document in config.kind_of(name).documents)]
 
 
-def _sources(config: JarvisConfig, kind: str, source: str | None) -> list[str]:
-    configured = sorted(config.sources_of("mail" if kind == THREAD else "confluence"))
-    return [name for name in configured if source in (None, name)]
+def read_document(config: JarvisConfig, snapshot: Snapshot | None, name: str,
+                  source: str | None = None) -> dict:
+    """The document ``name`` names in ``source`` (any configured source when None): the
+    published document it names, else a note on disk (one created since the last publish,
+    or any before the first)."""
+    reading.refuse_escapes(name)
+    check_source(config, source)
+    missing = None
+    if snapshot is not None:
+        try:
+            found = find_document(config, snapshot, name, source)
+        except DocumentNotFound as exc:
+            missing = exc
+        else:
+            return _open(config, snapshot, found)
+    on_disk = reading.locate(config, _file_sources(config, source), name)
+    if on_disk is not None:
+        return _from_file(config, snapshot, *on_disk, named=None)
+    if missing is not None:
+        raise missing
+    where = f"'{shown(source)}'" if source is not None else "any vault"
+    raise DocumentNotFound(f"'{shown(name)}' names no note on disk in {where}, and nothing "
+                           "else is published yet")
 
 
-def _explicit(config: JarvisConfig, name: str, source: str | None) -> DocumentRef | None:
-    """A ``thread:`` or ``page:`` key, refused when its source is not configured."""
-    for kind, (source_kind, prefix, _) in _KINDS.items():
-        if name.startswith(prefix):
-            named, _, doc_id = name.removeprefix(prefix).partition("/")
-            if config.source_kind(named) != source_kind or not doc_id:
-                raise QueryError(f"'{shown(name)}' names no configured {source_kind} source")
-            if source not in (None, named):
-                raise QueryError(f"'{shown(name)}' is not in '{shown(source)}'")
-            return DocumentRef(kind, named, doc_id)
-    return None
+def _open(config: JarvisConfig, snapshot: Snapshot, found: Found) -> dict:
+    document = _types()[found.source_type]
+    if not document.from_file:
+        return _from_tables(snapshot, found, document)
+    located = reading.locate(config, [found.source], found.path)
+    if located is None:
+        raise reading.NoteAccessError(f"File not found: '{shown(found.path)}' is published "
+                                      f"but no longer in '{found.source}'")
+    return _from_file(config, snapshot, *located, named=found.named)
 
 
-def find_document(config: JarvisConfig, snapshot: Snapshot, name: str,
-                  source: str | None = None) -> DocumentRef | None:
-    """The thread or page ``name`` names in the configured mail and Confluence sources (only
-    ``source`` when given); None when it names none; QueryError when it names several."""
-    wanted = name.strip()
-    ref = _explicit(config, wanted, source)
-    if ref is not None:
-        return ref if _exists(snapshot, ref) else None
-    tables = snapshot.table_names()
-    found: list[DocumentRef] = []
-    cursor = snapshot.cursor()
-    mail = _sources(config, THREAD, source) if "mail_threads" in tables else []
-    if mail:
-        message = wanted.removeprefix("threads/").removeprefix("mid:").strip("<>")
-        for src, thread_id, first in cursor.execute(
-                "SELECT source, thread_id, message_ids[1] FROM mail_threads "
-                "WHERE source IN (SELECT unnest($1)) "
-                "AND (thread_id = $2 OR list_contains(message_ids, $2)) ORDER BY ALL",
-                [mail, message]).fetchall():
-            found.append(DocumentRef(THREAD, src, thread_id,
-                                     message if message not in (thread_id, first) else None))
-    spaces = _sources(config, PAGE, source) if "pages" in tables else []
-    if spaces:
-        page = wanted.removeprefix("pages/")
-        found += [DocumentRef(PAGE, src, page_id) for src, page_id in cursor.execute(
-            "SELECT source, page_id FROM pages WHERE source IN (SELECT unnest($1)) "
-            "AND (page_id = $2 OR lower(title) = lower($2)) ORDER BY ALL",
-            [spaces, page]).fetchall()]
-    if len(found) > 1:
-        raise QueryError(f"'{shown(name)}' names several documents: "
-                         + ", ".join(ref.key for ref in found) + "; give the key")
-    return found[0] if found else None
+def _document(*, kind: str, source: str, path: str, key: str, title: str, created_at,
+              modified_at, tags: list[str], content: str, published: bool, links, backlinks,
+              details: dict, warnings: list[str], named: str | None) -> dict:
+    """The one shape every kind is read in (dates as ISO text)."""
+    return _plain({"kind": kind, "vault": source, "path": path, "key": key, "title": title,
+                   "created_at": created_at, "modified_at": modified_at, "tags": tags,
+                   "named": named, "details": details, "warnings": warnings,
+                   "published": published, "links": links, "backlinks": backlinks,
+                   "content": content})
 
 
-def _exists(snapshot: Snapshot, ref: DocumentRef) -> bool:
-    table = _TABLES[ref.kind]
-    if table not in snapshot.table_names():
-        return False
-    column = "thread_id" if ref.kind == THREAD else "page_id"
-    return snapshot.cursor().execute(
-        f"SELECT count(*) FROM {table} WHERE source = ? AND {column} = ?",
-        [ref.source, ref.doc_id]).fetchone()[0] > 0
+def _plain(value):
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _from_file(config: JarvisConfig, snapshot: Snapshot | None, source: str, relative: str,
+               real, named: str | None) -> dict:
+    """A note as it is on disk, with its links and backlinks in the published graph
+    (``snapshot``; None before any publish)."""
+    note = reading.read_note_file(config, source, relative, real)
+    kind = next(document.name for document in config.kind_of(source).documents
+                if document.from_file)
+    published, links, backlinks = False, None, None
+    if snapshot is not None:
+        published = snapshot.cursor().execute(
+            "SELECT count(*) FROM documents WHERE doc_key = ?", [note.key]).fetchone()[0] > 0
+        links, backlinks = _neighbours(snapshot, note.key)
+    return _document(kind=kind, source=source, path=relative, key=note.key,
+                     title=note.title, created_at=None, modified_at=note.modified_at,
+                     tags=note.tags, content=note.text, published=published, links=links,
+                     backlinks=backlinks, details=note.details, warnings=note.warnings,
+                     named=named)
+
+
+def _rows(snapshot: Snapshot, sql: str, found: Found) -> list[dict]:
+    cursor = snapshot.cursor().execute(sql, [found.source, found.path])
+    columns = [column[0] for column in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _from_tables(snapshot: Snapshot, found: Found, document: DocumentType) -> dict:
+    """A published document: its details, its text rebuilt from its chunks, its links."""
+    title, modified_at, tags = snapshot.cursor().execute(
+        "SELECT title, modified_at, tags FROM documents WHERE source = ? AND doc_key = ?",
+        [found.source, found.key]).fetchone()
+    facts = (_rows(snapshot, document.details.facts, found) or [{}])[0] \
+        if document.details.facts else {}
+    own = {field: facts.pop(field, None) for field in _OWN_FACTS}
+    details = {**facts, **{name: _rows(snapshot, sql, found)
+                           for name, sql in document.details.lists.items()}}
+    links, backlinks = _neighbours(snapshot, found.key)
+    return _document(kind=found.source_type, source=found.source, path=found.path,
+                     key=found.key, title=title, created_at=own["created_at"],
+                     modified_at=modified_at, tags=tags or [],
+                     content=document_text(snapshot, found.key), published=True, links=links,
+                     backlinks=backlinks, details=details, warnings=own["warnings"] or [],
+                     named=found.named)
 
 
 def document_text(snapshot: Snapshot, doc_key: str) -> str:
@@ -125,78 +158,21 @@ def document_text(snapshot: Snapshot, doc_key: str) -> str:
 
 def _neighbours(snapshot: Snapshot, key: str) -> tuple[list[dict], list[dict]]:
     """What the document points at and what points at it in the published graph: any node
-    (people, tickets, commits, notes, pages, threads), with the relations involved."""
+    (people, tags, tickets, commits, notes, pages, threads) with the relations involved, and
+    the source and path of those that are documents, to open them by."""
     rows = snapshot.cursor().execute(
-        "SELECT e.src = $1 AS outgoing, CASE WHEN e.src = $1 THEN e.dst ELSE e.src END AS other, "
-        "any_value(n.type), any_value(n.title), list(DISTINCT e.relation ORDER BY e.relation) "
-        "FROM graph_edges e LEFT JOIN graph_nodes n "
-        "ON n.node_key = CASE WHEN e.src = $1 THEN e.dst ELSE e.src END "
-        "WHERE (e.src = $1 OR e.dst = $1) AND e.src <> e.dst GROUP BY ALL ORDER BY other",
+        "WITH near AS (SELECT e.src = $1 AS outgoing, "
+        "  CASE WHEN e.src = $1 THEN e.dst ELSE e.src END AS other, e.relation "
+        "  FROM graph_edges e WHERE (e.src = $1 OR e.dst = $1) AND e.src <> e.dst) "
+        "SELECT outgoing, other, any_value(n.type), any_value(n.title), "
+        "list(DISTINCT relation ORDER BY relation), any_value(d.source), any_value(d.path) "
+        "FROM near LEFT JOIN graph_nodes n ON n.node_key = other "
+        "LEFT JOIN documents d ON d.doc_key = other GROUP BY outgoing, other ORDER BY other",
         [key]).fetchall()
     links: list[dict] = []
     backlinks: list[dict] = []
-    for outgoing, other, node_type, title, relations in rows:
-        entry = {"key": other, "type": node_type, "title": title, "relations": relations}
+    for outgoing, other, node_type, title, relations, source, path in rows:
+        entry = {"key": other, "type": node_type, "title": title, "relations": relations,
+                 "vault": source, "path": path}
         (links if outgoing else backlinks).append(entry)
     return links, backlinks
-
-
-def _iso(value) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def _person(value: dict | None) -> str | None:
-    if not value:
-        return None
-    name, email = value.get("name"), value.get("email")
-    return f"{name} <{email}>" if name and email else name or email
-
-
-def _thread(snapshot: Snapshot, ref: DocumentRef) -> dict:
-    cursor = snapshot.cursor()
-    subject, participants, started, last = cursor.execute(
-        "SELECT subject, participants, started_at, last_at FROM mail_threads "
-        "WHERE source = ? AND thread_id = ?", [ref.source, ref.doc_id]).fetchone()
-    messages = [
-        {"message_id": message_id, "sent_at": _iso(sent_at), "from": _person(sender),
-         "to": [_person(p) for p in recipients or []], "cc": [_person(p) for p in cc or []],
-         "subject": message_subject,
-         "attachments": [{"name": a["filename"], "type": a["content_type"], "size": a["size"]}
-                         for a in attachments or []],
-         "warnings": warnings or []}
-        for message_id, sent_at, sender, recipients, cc, message_subject, attachments, warnings
-        in cursor.execute(
-            "SELECT message_id, sent_at, sender, recipients, cc, subject, attachments, warnings "
-            "FROM mail_messages WHERE source = ? AND thread_id = ? ORDER BY sent_at, message_id",
-            [ref.source, ref.doc_id]).fetchall()]
-    return {"title": subject or "(no subject)", "started_at": _iso(started),
-            "modified_at": _iso(last),
-            "participants": [_person(p) for p in participants or []],
-            "selected_message": ref.message_id, "messages": messages}
-
-
-def _page(snapshot: Snapshot, ref: DocumentRef) -> dict:
-    row = snapshot.cursor().execute(
-        "SELECT title, space, ancestors, author, editor, created_at, updated_at, version, "
-        "labels, url, attachments, warnings FROM pages WHERE source = ? AND page_id = ?",
-        [ref.source, ref.doc_id]).fetchone()
-    (title, space, ancestors, author, editor, created, updated, version, labels, url,
-     attachments, warnings) = row
-    return {"title": title, "space": space,
-            "ancestors": [a["title"] for a in ancestors or []],
-            "author": _person(author), "editor": _person(editor),
-            "created_at": _iso(created), "modified_at": _iso(updated), "version": version,
-            "labels": labels or [], "url": url,
-            "attachments": [{"name": a["name"], "type": a["media_type"], "size": a["size"]}
-                            for a in attachments or []],
-            "page_warnings": warnings or []}
-
-
-def read_document(snapshot: Snapshot, ref: DocumentRef) -> dict:
-    """The thread (its messages, participants) or page (space, ancestors, people, labels)
-    with its text and its links and backlinks in the published graph."""
-    details = _thread(snapshot, ref) if ref.kind == THREAD else _page(snapshot, ref)
-    links, backlinks = _neighbours(snapshot, ref.key)
-    return {"kind": ref.kind, "vault": ref.source, "path": ref.path, "key": ref.key,
-            **details, "content": document_text(snapshot, ref.key), "published": True,
-            "links": links, "backlinks": backlinks}

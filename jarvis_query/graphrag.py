@@ -1,8 +1,9 @@
 """GraphRAG evidence packs (search-graphrag): search hits, widened and reranked through the
 knowledge graph, packed into a context block for an assistant. No LLM is involved.
 
-1. Hybrid search (BM25 + dense, RRF) finds the best chunks; their documents, best first,
-   are the hits and the first ``limit`` of them the seeds.
+1. Hybrid search (BM25 + dense, RRF) finds the best chunks, led by the documents the query
+   names (a ticket key, a commit hash...: jarvis_query/retrievers/identifiers.py); their
+   documents, best first, are the hits and the first ``limit`` of them the seeds.
 2. Each seed's graph neighbourhood (``depth`` hops) is read from the published graph.
    Candidates are the hit documents and the notes next to a seed (or within ``depth`` hops
    of two seeds): the notes the matches link to, and those that tie them together.
@@ -17,7 +18,8 @@ knowledge graph, packed into a context block for an assistant. No LLM is involve
    relevance as weights), 0.15 centrality (log degree over the largest among the
    candidates), 0.1 recency (halving every 90 days behind the newest candidate, by the date
    its kind gives a document: a note's modification, a commit, a ticket's or page's last
-   update, a thread's last message; 0 when the date is unknown).
+   update, a thread's last message; 0 when the date is unknown). A document the query
+   names stays first: the pack is about it.
 4. The pack: ranked sources with their text (matched chunks first) and the edges that tie
    them to the other sources with the line each was read from; the subgraph linking the
    sources (with nodes such as tags that join two of them); and a context block cut to
@@ -77,6 +79,8 @@ class GraphRAG:
                 best_scores.setdefault(row["doc_key"], hit.score)
                 matched[row["doc_key"]].append(hit.chunk_id)
         relevance = min_max(list(best_scores.items()))
+        named = list(dict.fromkeys(chunks[hit.chunk_id]["doc_key"] for hit in hits
+                                   if hit.identifier and hit.chunk_id in chunks))
         seeds = list(relevance)[:limit]
         try:
             found, graph_message = self.graph.neighbourhoods(snapshot, seeds, depth), None
@@ -95,7 +99,8 @@ class GraphRAG:
         degrees = _degrees(snapshot, candidates) if graph_message is None else {}
         documents = _documents(snapshot, candidates)
         scored = _rerank(candidates, relevance, seeds, found.distances, degrees, documents)
-        chosen = [key for key, _ in scored if key in documents][:limit]
+        chosen = list(dict.fromkeys(
+            named + [key for key, _ in scored if key in documents]))[:limit]
 
         sources = _sources(snapshot, chosen, dict(scored), matched, chunks, documents, found)
         subgraph = _subgraph(chosen, found)

@@ -1,9 +1,12 @@
 """The query API over the published stores, shared by the CLI and the MCP server.
 
 One ``KnowledgeBase`` per serving process. It checks every argument (validation.py), then
-composes the retrievers: dense, keyword and graph leaves, hybrid search over the first two,
-and GraphRAG over hybrid search and the graph. It follows new serving versions as they
-appear; each version's query encoder and keyword index are loaded once.
+composes the retrievers: dense, keyword, identifier and graph leaves, hybrid search over the
+first two, and GraphRAG over hybrid search (led by the documents a query names) and the
+graph. Semantic, keyword and hybrid search answer with one hit per document unless asked
+for chunks (retrievers/grouping.py), and put the documents a query names first
+(retrievers/identifiers.py). It follows new serving versions as they appear; each version's
+query encoder and keyword index are loaded once.
 
 A version published before its embeddings are done (a large first refresh) answers semantic
 search with keyword results, and hybrid search and GraphRAG with their keyword leg, each
@@ -24,14 +27,22 @@ import duckdb
 from jarvis_core.config import JarvisConfig
 from jarvis_core.stores import serving
 from jarvis_core.stores.vectors.filters import VectorFilter
-from jarvis_query import reading
+from jarvis_query import documents
 from jarvis_query.context import NoSnapshot, VaultContexts
 from jarvis_query.graphrag import DEFAULT_MAX_TOKENS, GraphRAG
 from jarvis_query.lookup import find_document
 from jarvis_query.results import Hit, Hits, published
 from jarvis_query.retrievers.dense import DenseRetriever
 from jarvis_query.retrievers.graph import GraphRetriever
+from jarvis_query.retrievers.grouping import (
+    CHUNK,
+    DOCUMENT,
+    GROUPED_CANDIDATES,
+    check_group,
+    grouped,
+)
 from jarvis_query.retrievers.hybrid import HybridRetriever
+from jarvis_query.retrievers.identifiers import IdentifierRetriever, IdentifiersFirst
 from jarvis_query.retrievers.keyword import KeywordRetriever
 from jarvis_query.snapshot import Snapshot, SnapshotProvider, graph_failures
 from jarvis_query.status import list_sources
@@ -61,8 +72,9 @@ class KnowledgeBase:
         self.dense = DenseRetriever(config)
         self.keyword = KeywordRetriever()
         self.hybrid = HybridRetriever(self.keyword, self.dense)
+        self.identifiers = IdentifierRetriever()
         self.graph = GraphRetriever()
-        self.graphrag = GraphRAG(self.hybrid, self.graph)
+        self.graphrag = GraphRAG(IdentifiersFirst(self.hybrid, self.identifiers), self.graph)
         self.vault_contexts = VaultContexts()
 
     def close(self) -> None:
@@ -112,39 +124,67 @@ class KnowledgeBase:
             self.snapshots.damaged(snapshot, exc)
         return work(self.snapshots.current())
 
+    def _ranked(self, snapshot: Snapshot, query: str, hits: list[Hit], limit: int,
+                filters: VectorFilter | None, group: str) -> list[Hit]:
+        """``hits`` (best first) led by the documents the query names: the best ``limit``,
+        published."""
+        hits = self.identifiers.first(snapshot, query, hits, filters, group)
+        return published(snapshot, hits[:limit])
+
+    def _fetched(self, snapshot: Snapshot, fetch: Callable[[int], list[Hit]], limit: int,
+                 group: str) -> list[Hit]:
+        """``fetch``'s (n -> the best n chunks) ``limit`` chunks, or documents."""
+        return fetch(limit) if group == CHUNK else grouped(snapshot, fetch, limit)
+
     def search_semantic(self, query: str, limit: int = 10, vault: str | None = None,
-                        similarity_threshold: float | None = None) -> Hits:
-        """Chunks nearest in meaning to ``query``, best first; ``vault`` may name any
-        configured source. While the version's embeddings are incomplete: keyword hits."""
+                        similarity_threshold: float | None = None,
+                        group: str = DOCUMENT) -> Hits:
+        """Documents (``group="chunk"``: chunks) nearest in meaning to ``query``, best
+        first, led by the documents it names; ``vault`` may name any configured source.
+        While the version's embeddings are incomplete: keyword hits."""
         check_search(self.config, query, limit, vault)
         check_similarity_threshold(similarity_threshold)
+        check_group(group)
         filters = VectorFilter(sources=[vault]) if vault else None
 
         def search(snapshot: Snapshot) -> Hits:
             if not snapshot.embeddings["complete"]:
-                hits = self.keyword.retrieve(snapshot, query, limit, filters)
+                def fetch(count: int) -> list[Hit]:
+                    return self.keyword.retrieve(snapshot, query, count, filters)
             else:
-                hits = self.dense.retrieve(snapshot, query, limit, filters,
-                                           score_threshold=similarity_threshold)
-            return Hits(published(snapshot, hits), snapshot.embeddings)
+                def fetch(count: int) -> list[Hit]:
+                    return self.dense.retrieve(snapshot, query, count, filters,
+                                               score_threshold=similarity_threshold)
+            hits = self._fetched(snapshot, fetch, limit, group)
+            return Hits(self._ranked(snapshot, query, hits, limit, filters, group),
+                        snapshot.embeddings)
 
         return self._read(search)
 
     def search_vault(self, query: str, search_content: bool = False, limit: int = 10,
-                     vault: str | None = None, source_types: list[str] | None = None
-                     ) -> Hits:
-        """Keyword search (BM25). Without ``search_content``: documents whose title or path
-        matches (``match`` "name", the snippet is the document's opening). With it: chunks
+                     vault: str | None = None, source_types: list[str] | None = None,
+                     group: str = DOCUMENT) -> Hits:
+        """Keyword search (BM25), led by the documents the query names. Without
+        ``search_content``: documents whose title or path matches (``match`` "name", the
+        snippet is the document's opening). With it: documents (``group="chunk"``: chunks)
         whose text matches (``match`` "content", the matched words in **bold**)."""
         check_search(self.config, query, limit, vault)
+        check_group(group)
         filters = search_filter(vault, source_types)
-        return self._read(lambda snapshot: Hits(published(snapshot, self._keyword(
-            snapshot, query, search_content, limit, filters))))
 
-    def _keyword(self, snapshot: Snapshot, query: str, search_content: bool, limit: int,
-                 filters: VectorFilter | None) -> list[Hit]:
-        if search_content:
-            return self.keyword.content(snapshot, query, limit, filters)
+        def search(snapshot: Snapshot) -> Hits:
+            if search_content:
+                hits = self._fetched(snapshot, lambda count: self.keyword.content(
+                    snapshot, query, count, filters), limit, group)
+            else:
+                hits = self._names(snapshot, query, limit, filters)
+            return Hits(self._ranked(snapshot, query, hits, limit, filters, group))
+
+        return self._read(search)
+
+    def _names(self, snapshot: Snapshot, query: str, limit: int,
+               filters: VectorFilter | None) -> list[Hit]:
+        """Documents whose title or path matches, of the filters' source types."""
         types = filters.source_types if filters else None
         names = self.keyword.names(snapshot, query, NAME_CANDIDATES if types else limit,
                                    filters.sources if filters else None)
@@ -153,17 +193,22 @@ class KnowledgeBase:
     def search_hybrid(self, query: str, limit: int = 10, vault: str | None = None,
                       alpha: float | None = None, source_types: list[str] | None = None,
                       tags: list[str] | None = None, modified_after: str | None = None,
-                      modified_before: str | None = None) -> Hits:
+                      modified_before: str | None = None, group: str = DOCUMENT) -> Hits:
         """Keyword and semantic hits fused: RRF, or ``alpha`` (0 keyword .. 1 vector), with
-        the filters on both legs; each hit says its rank and score in either leg (None where
-        that leg did not find it). While the version's embeddings are incomplete, the
+        the filters on both legs, over documents (``group="chunk"``: chunks), led by the
+        documents the query names; each hit says its rank and score in either leg (None
+        where that leg did not find it). While the version's embeddings are incomplete, the
         keyword leg alone."""
         check_search(self.config, query, limit, vault)
         check_alpha(alpha)
+        check_group(group)
         filters = search_filter(vault, source_types, tags, modified_after, modified_before)
-        return self._read(lambda snapshot: Hits(
-            published(snapshot, self.hybrid.retrieve(snapshot, query, limit, filters, alpha)),
-            snapshot.embeddings))
+        # every fused document, so that a named one is shown by its best chunk
+        fused = limit if group == CHUNK else GROUPED_CANDIDATES
+        return self._read(lambda snapshot: Hits(self._ranked(
+            snapshot, query, self.hybrid.retrieve(snapshot, query, fused, filters, alpha,
+                                                  group=group),
+            limit, filters, group), snapshot.embeddings))
 
     def search_graph(self, query_note_path: str, depth: int = 1) -> dict:
         """The neighbourhood of a note (or of a ticket by key, a commit by hash, a thread or
@@ -172,16 +217,16 @@ class KnowledgeBase:
         require_text(query_note_path, "query_note_path", MAX_PATH_CHARS)
         check_depth(depth)
         snapshot = self.snapshots.current()
-        key, vault, path = find_document(self.config, snapshot, query_note_path)
+        found = find_document(self.config, snapshot, query_note_path)
         try:
-            result = self.graph.search(snapshot, key, depth)
+            result = self.graph.search(snapshot, found.key, depth)
         except graph_failures() as exc:
-            title = path.rsplit("/", 1)[-1].removesuffix(".md")
-            fallback = self.search_semantic(title, vault=vault)
+            title = found.path.rsplit("/", 1)[-1].removesuffix(".md")
+            fallback = self.search_semantic(title, vault=found.source)
             return {"available": False,
                     "message": f"Graph search is currently unavailable: {exc}",
                     "fallback": fallback, "embeddings": fallback.embeddings}
-        return {"available": True, "vault": vault, "path": path, **result}
+        return {"available": True, "vault": found.source, "path": found.path, **result}
 
     def search_graphrag(self, query: str, limit: int = 10, vault: str | None = None,
                         depth: int = 1, max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -211,10 +256,10 @@ class KnowledgeBase:
         return {**answer, "kind": self.config.source_kind(vault)}
 
     def read_note(self, path: str, vault: str | None = None) -> dict:
-        """A note as it is on disk, with its tags, links and backlinks; or a mail thread or
-        Confluence page by its key, id or title, rebuilt from the published chunks
-        (reading.py)."""
-        return reading.read_note(self.config, self._optional_snapshot(), path, vault)
+        """Any document by a search hit's path and vault, or by its key or identifier: a
+        note as it is on disk, any other kind as it was indexed, with its details, links
+        and backlinks (documents.py)."""
+        return documents.read_document(self.config, self._optional_snapshot(), path, vault)
 
     def list_vaults(self) -> dict:
         """The configured sources of every kind and what the published version holds for

@@ -1,61 +1,68 @@
-"""Finding the document a person names, in the published tables: a note by path or title,
-any other document by its key or a name its kind gives it (jarvis_core/sources/kind.py:
-a ticket's key, a commit's hash, a page's title, a thread's Message-IDs)."""
+"""Finding the document a person names, in the published ``documents`` table, whatever its
+kind: its key, its path (a note's '.md' optional; with no source given, the source's name
+may lead it), or a name its kind gives it (jarvis_core/sources/kind.py: a note's or page's
+title, a ticket's key or owner/repo#12, a thread's Message-IDs, a commit's hash or a prefix
+of at least 7 hex digits). Only the configured sources are searched (a profile's, when
+scoped), whatever the published version still holds of others."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from jarvis_core.config import JarvisConfig
-from jarvis_query.results import sql_strings
 from jarvis_query.snapshot import Snapshot
 from jarvis_query.validation import QueryError, shown
 
+MIN_HASH_PREFIX = 7
+# How a name matched, best first: the first kind of match that finds anything decides.
+_MATCHES = """
+    SELECT doc_key, source, path, source_type,
+           CASE WHEN doc_key = $name THEN 0
+                WHEN path IN ($name, $name || '.md')
+                     OR (source = $head AND path IN ($rest, $rest || '.md')) THEN 1
+                WHEN list_contains(names, $id) THEN 2
+                WHEN length($id) >= $min_prefix AND regexp_full_match($id, '[0-9a-f]+')
+                     AND len(list_filter(names, n -> starts_with(n, $id))) > 0 THEN 3
+           END AS how,
+           CASE WHEN how = 2 THEN $id
+                WHEN how = 3 THEN list_filter(names, n -> starts_with(n, $id))[1] END AS named
+    FROM documents WHERE source IN (SELECT unnest($sources)) AND how IS NOT NULL
+    QUALIFY how = min(how) OVER () ORDER BY doc_key"""
 
-class NoteNotFound(QueryError):
-    """No published note has the path or title asked for."""
+
+class DocumentNotFound(QueryError):
+    """No document in the sources asked for has the name."""
 
 
-def find_note(config: JarvisConfig, snapshot: Snapshot, note: str) -> tuple[str, str, str]:
-    """(note key, vault, path) for a vault-relative path (".md" optional, a vault name may
-    lead it) or a title; QueryError when it names no note or several."""
-    wanted = note.strip().strip("/")
-    vault, _, rest = wanted.partition("/")
-    candidates = {wanted, wanted + ".md"}
-    if vault in config.sources_of("vault") and rest:
-        candidates |= {rest, rest + ".md"}
-    rows = snapshot.cursor().execute(
-        "SELECT note_key, source, path FROM notes "
-        f"WHERE path IN ({sql_strings(sorted(candidates))}) "
-        "OR lower(title) = lower(?) ORDER BY source, path", [wanted]).fetchall()
-    if vault in config.sources_of("vault") and rest:
-        rows = [row for row in rows if row[1] == vault] or rows
+class Found(NamedTuple):
+    """A document ``find_document`` found: its key, source, path and type, and the
+    identifier it was named by (lower-cased; None when named by its key or path)."""
+
+    key: str
+    source: str
+    path: str
+    source_type: str
+    named: str | None
+
+
+def find_document(config: JarvisConfig, snapshot: Snapshot, name: str,
+                  source: str | None = None) -> Found:
+    """The one document ``name`` names in ``source`` (every configured source when None);
+    DocumentNotFound when none, QueryError listing their keys when several."""
+    wanted = name.strip()
+    sources = [source] if source is not None else config.source_names
+    head, _, rest = wanted.strip("/").partition("/")
+    rows = snapshot.cursor().execute(_MATCHES, {
+        "name": wanted.strip("/"), "head": head if source is None and rest else None,
+        "rest": rest, "id": wanted.removeprefix("mid:").strip("<>").lower(),
+        "min_prefix": MIN_HASH_PREFIX,
+        "sources": [name for name in sources if name in config.source_names]}).fetchall()
     if not rows:
-        raise NoteNotFound(f"Note not found: '{shown(note)}'")
+        where = f"'{shown(source)}'" if source is not None else "the sources you can read"
+        raise DocumentNotFound(f"'{shown(name)}' names no document in {where}")
     if len(rows) > 1:
-        places = ", ".join(f"{source}/{path}" for _, source, path in rows)
-        raise QueryError(f"'{shown(note)}' names several notes: {places}; give the path")
-    return rows[0]
-
-
-def find_document(config: JarvisConfig, snapshot: Snapshot, name: str) -> tuple[str, str, str]:
-    """(document key, source, path) of a note (as ``find_note``), else of the document of
-    any kind that ``name`` names: its key, or one of the names its kind gives it (a ticket's
-    key 'LUM-4' or 'lumen#7', a page's id or title, a thread's or any of its messages'
-    Message-ID), or a hash prefix of at least 7 digits of a commit."""
-    try:
-        return find_note(config, snapshot, name)
-    except QueryError as missing:
-        if "documents" not in snapshot.table_names():
-            raise
-        wanted = name.strip().strip("<>")
-        rows = snapshot.cursor().execute(
-            "SELECT doc_key, source, path FROM documents "
-            "WHERE doc_key = $1 OR list_contains(names, lower($1)) "
-            "OR (length($1) >= 7 AND regexp_full_match(lower($1), '[0-9a-f]+') "
-            "AND len(list_filter(names, n -> starts_with(n, lower($1)))) > 0) "
-            "ORDER BY doc_key", [wanted]).fetchall()
-        if len(rows) > 1:
-            raise QueryError(f"'{shown(name)}' names several documents: "
-                             + ", ".join(key for key, _, _ in rows) + "; give the key") from None
-        if not rows:
-            raise missing from None
-        return rows[0]
+        raise QueryError(f"'{shown(name)}' names several documents: "
+                         + ", ".join(row[0] for row in rows)
+                         + "; give its key, or its path and vault")
+    key, found_source, path, source_type, _, named = rows[0]
+    return Found(key, found_source, path, source_type, named)

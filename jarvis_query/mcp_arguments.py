@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
+from jarvis_query.retrievers.grouping import GROUPS
 from jarvis_query.validation import (
     MAX_DEPTH,
     MAX_LIMIT,
@@ -74,6 +75,10 @@ Alpha = _number("Weight of the semantic side, 0 (keyword only) to 1 (semantic on
 SearchContent = Annotated[bool, Field(description="Match the text instead of names and paths.",
                                       strict=True),
                           BeforeValidator(boolean_from_text)]
+Group = Annotated[Literal[GROUPS], Field(
+    description="document (the default): one hit per document, shown by its best chunk, with "
+                "how many of its chunks matched and their headings; chunk: every matching "
+                "chunk, a document's chunks apart.")]
 SourceTypes = Annotated[list[Literal[SOURCE_TYPES]] | None, Field(
     description="Only these source types: note, commit, repo_doc, ticket, email (mail "
                 "threads), page (Confluence).", max_length=MAX_LIST_ITEMS)]
@@ -87,9 +92,10 @@ NotePath = Annotated[str, Field(
     description="Vault-relative note path ('.md' optional) or a note title; or a ticket key, "
                 "a commit hash, a thread or page key.", max_length=MAX_PATH_CHARS)]
 ReadPath = Annotated[str, Field(
-    description="A note: vault-relative path ('.md' optional; may start with the vault name) "
-                "or title. A mail thread: 'thread:<source>/<id>', 'threads/<id>' or any "
-                "Message-ID in it. A Confluence page: 'page:<source>/<id>', 'pages/<id>', "
-                "its id or title.", max_length=MAX_PATH_CHARS)]
+    description="A search hit's path (with its vault), or an identifier: a document key, a "
+                "note's path ('.md' optional; may start with the vault name) or title, a "
+                "ticket key ('LUM-4', 'owner/repo#12'), a commit hash or its first 7+ "
+                "digits, a Message-ID, a Confluence page id or title.",
+    max_length=MAX_PATH_CHARS)]
 VaultName = Annotated[str, Field(description="The vault name (see list-vaults).",
                                  max_length=MAX_NAME_CHARS)]

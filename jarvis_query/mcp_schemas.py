@@ -125,14 +125,24 @@ class GraphRAGOutput(_Envelope):
 
 
 class NoteOutput(_Envelope):
+    """Any read document, whatever its kind (jarvis_query/documents.py); ``links`` and
+    ``backlinks`` are None before anything is published."""
+
+    kind: str
     vault: str
     path: str
+    key: str
     title: str
-    content: str
+    created_at: str | None
+    modified_at: str | None
+    tags: list[str]
+    named: str | None
+    details: dict[str, Any]
+    warnings: list[str]
     published: bool
-    kind: str | None = None
-    links: list[dict[str, Any]] | None = None
-    backlinks: list[dict[str, Any]] | None = None
+    links: list[dict[str, Any]] | None
+    backlinks: list[dict[str, Any]] | None
+    content: str
 
 
 class SourceEntry(_Open):

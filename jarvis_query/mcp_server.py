@@ -31,9 +31,9 @@ from jarvis_query import mcp_schemas as out
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.reading import NoteAccessError
 from jarvis_query.render import (
+    render_document,
     render_graph,
     render_graphrag,
-    render_note,
     render_results,
     render_vault_context,
     render_vaults,
@@ -143,35 +143,43 @@ def build_server(kb: KnowledgeBase, server: JarvisMCPServer | None = None) -> Ja
     def tool(name: str, description: str):
         return server.tool(name=name, description=description, annotations=_READ_ONLY)
 
-    @tool("search-semantic", "Chunks nearest in meaning to the query (embeddings), best first, "
-                             "with path, heading, cosine score and a snippet.")
+    @tool("search-semantic", "Documents nearest in meaning to the query (embeddings), best "
+                             "first, each with path, heading, cosine score and a snippet of "
+                             "its best chunk (group=chunk: every chunk). An item the query "
+                             "names (ticket key, commit hash, Message-ID, page id, title) "
+                             "comes first.")
     def search_semantic(query: arg.Query, limit: arg.Limit = 10, vault: arg.Vault = None,
-                        similarity_threshold: arg.SimilarityThreshold = None
-                        ) -> out.SearchAnswer:
+                        similarity_threshold: arg.SimilarityThreshold = None,
+                        group: arg.Group = "document") -> out.SearchAnswer:
         return answer(lambda: kb.search_semantic(
-            query, limit=limit, vault=vault,
-            similarity_threshold=similarity_threshold).answer(query), render_results)
+            query, limit=limit, vault=vault, similarity_threshold=similarity_threshold,
+            group=group).answer(query), render_results)
 
     @tool("search-vault", "Keyword search (BM25) over note names, titles and paths; with "
-                          "search_content, over the text instead, with the matched words "
-                          "in bold in each preview.")
+                          "search_content, over the text instead (one hit per document, "
+                          "group=chunk: every chunk), with the matched words in bold in each "
+                          "preview. An item the query names comes first.")
     def search_vault(query: arg.Query, search_content: arg.SearchContent = False,
                      limit: arg.Limit = 10, vault: arg.Vault = None,
-                     source_types: arg.SourceTypes = None) -> out.SearchAnswer:
+                     source_types: arg.SourceTypes = None,
+                     group: arg.Group = "document") -> out.SearchAnswer:
         return answer(lambda: kb.search_vault(
             query, search_content=search_content, limit=limit, vault=vault,
-            source_types=source_types).answer(query), render_results)
+            source_types=source_types, group=group).answer(query), render_results)
 
     @tool("search-hybrid", "Keyword and semantic search fused (reciprocal rank fusion, or "
-                           "weighted by alpha), with filters on source type, tags and dates.")
+                           "weighted by alpha) over documents (group=chunk: chunks), with "
+                           "filters on source type, tags and dates. An item the query names "
+                           "(ticket key, commit hash, Message-ID, page id, title) comes first.")
     def search_hybrid(query: arg.Query, limit: arg.Limit = 10, vault: arg.Vault = None,
                       alpha: arg.Alpha = None, source_types: arg.SourceTypes = None,
                       tags: arg.Tags = None, modified_after: arg.ModifiedAfter = None,
-                      modified_before: arg.ModifiedBefore = None) -> out.SearchAnswer:
+                      modified_before: arg.ModifiedBefore = None,
+                      group: arg.Group = "document") -> out.SearchAnswer:
         return answer(lambda: kb.search_hybrid(
             query, limit=limit, vault=vault, alpha=alpha, source_types=source_types, tags=tags,
-            modified_after=modified_after, modified_before=modified_before).answer(query),
-            render_results)
+            modified_after=modified_after, modified_before=modified_before,
+            group=group).answer(query), render_results)
 
     @tool("search-graph", "The knowledge graph around a note: connected notes with tags and "
                           "distance, relationships by type with their evidence, counts.")
@@ -188,12 +196,20 @@ def build_server(kb: KnowledgeBase, server: JarvisMCPServer | None = None) -> Ja
                                                   max_tokens=max_tokens,
                                                   source_types=source_types), render_graphrag)
 
-    @tool("read-note", "A note's full text as it is on disk, with frontmatter, tags, links "
-                       "and backlinks; or a mail thread (its messages) or a Confluence page "
-                       "by key, id or title: pass a search hit's path and vault. Only the "
-                       "configured vaults, mail sources and Confluence spaces are read.")
     def read_note(path: arg.ReadPath, vault: arg.Vault = None) -> out.NoteAnswer:
-        return answer(lambda: kb.read_note(path, vault), render_note)
+        return answer(lambda: kb.read_note(path, vault), render_document)
+
+    # One tool under two names: read-note, as assistants configured for it call it, and read.
+    for name in ("read-note", "read"):
+        tool(name, "Open any document a search hit names (note, commit, repository doc, "
+                   "ticket, mail thread, Confluence page): pass the hit's path and vault, or "
+                   "a bare identifier (a ticket key or owner/repo#12, a commit hash or a "
+                   "prefix of 7+ digits, a Message-ID, a page id or title, a note's path or "
+                   "title, a document key). Gives its text (a note as it is on disk, any "
+                   "other document as it was indexed), its dates, tags and kind's details "
+                   "(a ticket's status, people and links, a commit's files with +/- lines, a "
+                   "thread's messages, a page's space), links and backlinks. Only the "
+                   "configured sources are read.")(read_note)
 
     @tool("list-vaults", "Every configured source with its kind (vault, repo, tickets, mail, "
                          "confluence), path, counts (notes, commits, tickets, messages and "

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 from jarvis_core.sources import registry
 
 SHOWN_PAIRS = 20  # note pairs listed per relation in graph search
+SHOWN_HEADINGS = 3  # a document hit's matching headings listed (the JSON has them all)
 
 
 def table(rows: list[dict], columns: list[str], indent: str = "") -> str:
@@ -44,7 +45,14 @@ def _hit_lines(hits: list[Hit]) -> list[str]:
         if hit.fused:
             legs = (f"  (keyword #{hit.keyword_rank or '–'}, "
                     f"semantic #{hit.semantic_rank or '–'})")
-        lines.append(f"{rank:>2}. {hit.score:.4f}  {hit.vault}/{hit.path}{heading}{legs}")
+        named = f"  [named: {hit.identifier}]" if hit.identifier else ""
+        lines.append(f"{rank:>2}. {hit.score:.4f}  {hit.vault}/{hit.path}{heading}{legs}{named}")
+        if hit.chunks and hit.chunks > 1:
+            headings = list(hit.headings or ())
+            shown_headings = "; ".join(headings[:SHOWN_HEADINGS]) + (
+                " …" if len(headings) > SHOWN_HEADINGS else "")
+            lines.append(f"    {hit.chunks} matching chunks"
+                         + (f": {shown_headings}" if headings else ""))
         if hit.snippet:
             lines.append(f"    {hit.snippet}")
     return lines
@@ -116,55 +124,54 @@ def render_graphrag_ranking(data: dict) -> str:
     return "\n".join(lines)
 
 
-def _note_refs(notes: list[dict] | None) -> str:
-    if notes is None:
+def _refs(entries: list[dict] | None) -> str:
+    """Graph neighbours: a document by its source and path (to open it by), any other node
+    by its title, with the relations involved."""
+    if entries is None:
         return "(nothing published yet)"
-    return ", ".join(f"{n['title'] or n['path']} ({'/'.join(n['relations'])})"
-                     for n in notes) or "none"
+    return ", ".join(
+        f"{e['title'] or e['key']}"
+        + (f" [{e['vault']}/{e['path']}]" if e.get("path") else "")
+        + f" ({'/'.join(e['relations'])})" for e in entries) or "none"
 
 
-def render_note(data: dict) -> str:
-    """A read note: a header with tags, links and backlinks, then the note (a mail thread or
-    a Confluence page: see ``render_document``)."""
-    if data.get("kind", "note") != "note":
-        return render_document(data)
-    lines = [f"# {data['title']}  ({data['vault']}/{data['path']}, modified "
-             f"{data['modified_at'][:19]}Z)"]
-    if data["tags"]:
-        lines.append("tags: " + " ".join(f"#{tag}" for tag in data["tags"]))
-    lines += [f"links: {_note_refs(data['links'])}",
-              f"backlinks: {_note_refs(data['backlinks'])}",
-              *(f"warning: {w}" for w in data["warnings"]), "", data["content"]]
-    return "\n".join(lines)
+def _shown(value) -> str | None:
+    """A detail's value in a line, or None when there is nothing to show."""
+    if value is None or value is False or value in ("", [], {}):
+        return None
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {item}" for key, item in value.items())
+    return str(value)
 
 
-def _document_refs(entries: list[dict]) -> str:
-    return ", ".join(f"{e['title'] or e['key']} ({'/'.join(e['relations'])})"
-                     for e in entries) or "none"
+def _row(row: dict, named: str | None) -> str:
+    """One row of a detail list: its first value, which names it, then the others'."""
+    first, *rest = row.items()
+    marker = "→ " if named is not None and str(first[1]).lower() == named else "- "
+    shown = [(key, _shown(value)) for key, value in rest]
+    return marker + ", ".join([str(first[1]), *(f"{key.replace('_', ' ')}: {value}"
+                                                for key, value in shown if value is not None)])
 
 
 def render_document(data: dict) -> str:
-    """A mail thread (its messages listed) or a Confluence page (space, breadcrumbs,
-    people, labels), its links and backlinks in the graph, then its text."""
-    lines = [f"# {data['title']}  ({data['vault']}/{data['path']}, {data['kind']}, modified "
-             f"{(data['modified_at'] or '?')[:19]}Z)"]
-    if data["kind"] == "thread":
-        lines.append(f"participants: {', '.join(p for p in data['participants'] if p)}")
-        for message in data["messages"]:
-            marker = "→ " if message["message_id"] == data["selected_message"] else "- "
-            files = "".join(f", attached {a['name']}" for a in message["attachments"])
-            lines.append(f"{marker}{(message['sent_at'] or '?')[:16]}  {message['from']}: "
-                         f"{message['subject']}  <{message['message_id']}>{files}")
-    else:
-        lines += [f"space: {data['space']}  ›  {' › '.join([*data['ancestors'], data['title']])}",
-                  f"by {data['author']}, last edited by {data['editor'] or data['author']}, "
-                  f"version {data['version']}" + (f"; {data['url']}" if data["url"] else "")]
-        if data["labels"]:
-            lines.append("labels: " + ", ".join(data["labels"]))
-        if data["attachments"]:
-            lines.append("attachments: " + ", ".join(a["name"] for a in data["attachments"]))
-    lines += [f"links: {_document_refs(data['links'])}",
-              f"backlinks: {_document_refs(data['backlinks'])}", "", data["content"]]
+    """Any read document: a header (title, source and path, kind, dates), its key, tags and
+    kind's details, its links and backlinks in the graph, then its text."""
+    dates = ", ".join(f"{label} {data[field][:19]}" for label, field in (
+        ("created", "created_at"), ("modified", "modified_at")) if data[field])
+    lines = [f"# {data['title']}  ({data['vault']}/{data['path']}, {data['kind']}"
+             + (f", {dates}" if dates else "") + ")", f"key: {data['key']}"]
+    if data["tags"]:
+        lines.append("tags: " + " ".join(f"#{tag}" for tag in data["tags"]))
+    for name, value in data["details"].items():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            lines += [f"{name.replace('_', ' ')}:",
+                      *(_row(row, data["named"]) for row in value)]
+        elif (shown := _shown(value)) is not None:
+            lines.append(f"{name.replace('_', ' ')}: {shown}")
+    lines += [f"links: {_refs(data['links'])}", f"backlinks: {_refs(data['backlinks'])}",
+              *(f"warning: {w}" for w in data["warnings"]), "", data["content"]]
     return "\n".join(lines)
 
 

@@ -1,13 +1,12 @@
 """Documents as MCP resources: ``jarvis://<source>/<path>`` (the path percent-encoded) for
-every published document a profile may see — notes as they are on disk now (read-note),
-every other document (commits, tickets, threads, pages, repository docs) rebuilt from its
-published chunks. Listed a page at a time, in source and path order."""
+every published document a profile may see, read as read-note reads them (notes as they are
+on disk now, every other document as it was indexed). Listed a page at a time, in source
+and path order."""
 
 from __future__ import annotations
 
 from urllib.parse import quote, unquote, urlsplit
 
-from jarvis_query.documents import document_text
 from jarvis_query.validation import QueryError, shown
 
 SCHEME = "jarvis"
@@ -59,24 +58,13 @@ def list_documents(kb, cursor: str | None = None, page_size: int = PAGE_SIZE
 
 
 def read_document(kb, uri: str) -> dict:
-    """The document at ``uri``: its text, title and mime type, for a source the client may
+    """The document at ``uri``, opened as read-note opens a search hit's source and path
+    (jarvis_query/documents.py): its text, title and mime type, for a source the client may
     see; ResourceNotFound otherwise (whether or not the document exists elsewhere)."""
     source, path = parse_uri(uri)
-    missing = ResourceNotFound(f"no document at '{shown(str(uri))}'")
     if source not in kb.config.source_names:
-        raise missing
-    if kb.config.source_kind(source) == "vault":
-        note = kb.read_note(path, vault=source)
-        return {"uri": document_uri(source, note["path"]), "source": source,
-                "path": note["path"], "title": note["title"], "mime_type": "text/markdown",
-                "text": note["content"]}
-    snapshot = kb.snapshots.current()
-    found = snapshot.cursor().execute(
-        "SELECT doc_key, any_value(title), any_value(source_type) FROM chunks "
-        "WHERE source = ? AND path = ? GROUP BY doc_key", [source, path]).fetchall()
-    if not found:
-        raise missing
-    doc_key, title, source_type = found[0]
-    return {"uri": document_uri(source, path), "source": source, "path": path, "title": title,
-            "mime_type": _MIME.get(source_type, "text/plain"),
-            "text": document_text(snapshot, doc_key)}
+        raise ResourceNotFound(f"no document at '{shown(str(uri))}'")
+    document = kb.read_note(path, vault=source)
+    return {"uri": document_uri(source, document["path"]), "source": source,
+            "path": document["path"], "title": document["title"],
+            "mime_type": _MIME.get(document["kind"], "text/plain"), "text": document["content"]}

@@ -14,21 +14,26 @@ if TYPE_CHECKING:
 
 SNIPPET_CHARS = 300
 SCORE_DIGITS = 4
-# The fields of every hit's JSON, in order; then a keyword hit's ``match`` and a fused hit's
-# legs, present only on hits of those searches.
+# The fields of every hit's JSON, in order; then a keyword hit's ``match``, a fused hit's
+# legs, a document hit's matching chunks and an identified hit's identifier, present only on
+# hits of those kinds.
 SHOWN = ("path", "vault", "heading", "score", "snippet", "title", "chunk_id", "source_type")
 FUSED = ("fusion", "keyword_rank", "keyword_score", "semantic_rank", "semantic_score")
-OPTIONAL = ("match", *FUSED)
+GROUPED = ("chunks", "headings")
+OPTIONAL = ("match", *FUSED, *GROUPED, "identifier")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Hit:
-    """A chunk, or a document (a name search's), that a search found.
+    """A chunk, or a document, that a search found.
 
     Retrievers set the score and what they know: the chunk id (dense, keyword), the preview
     with the matched words in bold (keyword content search), the document (name search), each
-    leg's rank and score (hybrid search: None where that leg did not find it). ``published``
-    sets where the chunk is (path, vault, heading, title, source type) and its snippet."""
+    leg's rank and score (hybrid search: None where that leg did not find it), the number of
+    a document's matching chunks and their headings (a document hit: its chunk is the best
+    one, jarvis_query/retrievers/grouping.py), the name a query gave the document
+    (jarvis_query/retrievers/identifiers.py). ``published`` sets where the chunk is (path,
+    vault, heading, title, source type) and its snippet."""
 
     path: str = ""
     vault: str = ""
@@ -44,13 +49,16 @@ class Hit:
     keyword_score: float | None = None
     semantic_rank: int | None = None
     semantic_score: float | None = None
-    doc_key: str = ""                   # a name search's document (its opening is shown)
+    doc_key: str = ""                   # a document hit's (a name search's: its opening is shown)
+    chunks: int | None = None           # a document hit: how many of its chunks matched ...
+    headings: tuple[str, ...] | None = None  # ... and their headings, best first
+    identifier: str | None = None       # the name the query gave it (it is ranked first)
 
     @classmethod
     def scored(cls, chunk_id: str, score: float) -> Hit:
         """A hit that knows only its chunk and score (a dense or keyword leaf's), equal to
         ``Hit(chunk_id=…, score=…)``: its other fields read their defaults from the class,
-        as a dataclass keeps them there. Made without the frozen ``__init__``'s fifteen
+        as a dataclass keeps them there. Made without the frozen ``__init__``'s eighteen
         guarded writes (0.3 µs instead of 1.9): a hybrid search makes two hundred."""
         hit = object.__new__(cls)
         vars(hit).update(chunk_id=chunk_id, score=score)
@@ -62,7 +70,8 @@ class Hit:
 
     def as_dict(self) -> dict:
         """The hit's JSON: the SHOWN fields with scores to four decimals, then ``match`` on a
-        keyword hit and the legs on a fused one."""
+        keyword hit, the legs on a fused one, the matching chunks on a document hit and the
+        identifier on a hit the query named."""
         shown = {name: getattr(self, name) for name in SHOWN}
         shown["score"] = _rounded(self.score)
         if self.match is not None:
@@ -73,6 +82,10 @@ class Hit:
                          keyword_score=_rounded(self.keyword_score),
                          semantic_rank=self.semantic_rank,
                          semantic_score=_rounded(self.semantic_score))
+        if self.chunks is not None:
+            shown.update(chunks=self.chunks, headings=list(self.headings or ()))
+        if self.identifier is not None:
+            shown["identifier"] = self.identifier
         return shown
 
 

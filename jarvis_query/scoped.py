@@ -116,7 +116,7 @@ KNOWLEDGE_BASE = Surface(
             **dict.fromkeys(("search_semantic", "search_vault", "search_hybrid",
                              "search_graph", "search_graphrag", "read_note", "list_vaults",
                              "get_vault_context"), _QUERY)},
-    withheld={**dict.fromkeys(("dense", "graph", "graphrag"),
+    withheld={**dict.fromkeys(("dense", "identifiers", "graph", "graphrag"),
                               "a retriever behind the queries: the tools call the queries"),
               "vault_contexts": "get-vault-context's cache (a profile's recounts the "
                                 "cross-source figures): the tools call get_vault_context",

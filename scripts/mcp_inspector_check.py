@@ -43,6 +43,7 @@ CALLS: list[tuple[str, dict[str, str]]] = [
     ("search-graph", {"query_note_path": "Reading/Books/Why We Sleep.md", "depth": "2"}),
     ("search-graphrag", {"query": "why do we sleep", "limit": "3"}),
     ("read-note", {"path": "Reading/Books/Why We Sleep.md", "vault": "sample"}),
+    ("read", {"path": "Why We Sleep"}),  # the alias, opening a note by its title
     ("list-vaults", {}),
     ("get-vault-context", {"vault": "sample"}),
     ("remember", {"text": "The inspector check ran against the sample vault.",
@@ -53,7 +54,7 @@ CALLS: list[tuple[str, dict[str, str]]] = [
 ]
 FAILING_CALLS: list[tuple[str, dict[str, str], str]] = [  # ..., the start of the message
     ("read-note", {"path": "No Such Note.md", "vault": "sample"},
-     "Error reading note: File not found: 'No Such Note.md'"),
+     "Error: 'No Such Note.md' names no document in 'sample'"),
     ("search-semantic", {"query": "sleep", "limit": "0"}, "Error: limit must be between 1 and 50"),
     ("read-note", {"path": "../../etc/passwd", "vault": "sample"},
      "Error reading note: Access denied: "),

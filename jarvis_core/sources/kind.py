@@ -40,15 +40,38 @@ DOCUMENT_COLUMNS = ("source", "source_type", "doc_key", "path", "title", "text",
 
 
 @dataclass(frozen=True)
+class Details:
+    """What opening a document shows beside its text (read-note), read from the kind's
+    serving tables with ``$1`` the source and ``$2`` the document's path: ``facts`` gives one
+    row whose columns are the details (``created_at`` and ``warnings`` are the document's
+    own fields), each of ``lists`` gives rows (a ticket's links, a commit's files with their
+    +/- lines, a thread's messages), its first column naming the row."""
+
+    facts: str | None = None
+    lists: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class DocumentType:
     """One type of document a kind holds (a repository holds commits and docs): its name,
     which is its chunks' ``source_type``, and one SELECT over the kind's raw tables giving
     ``DOCUMENT_COLUMNS`` for the source ``$1``. ``tags`` are the labels a search filters
     on; ``names`` the lower-cased identifiers a person names it by (a ticket key, a commit
-    hash, a page title), which lookup matches."""
+    hash, a page title), which lookup matches. Opening one shows its ``details`` and its
+    text as it was indexed (rebuilt from the published chunks), or, ``from_file``, its file
+    as it is now under the source's folder (a note, with the frontmatter the index drops)."""
 
     name: str
     select: str
+    details: Details = Details()
+    from_file: bool = False
+
+
+def person(column: str) -> str:
+    """SQL showing a person struct (name, email) as 'Name <email>', or whichever it has."""
+    return (f"CASE WHEN {column}.name IS NOT NULL AND {column}.email IS NOT NULL "
+            f"THEN {column}.name || ' <' || {column}.email || '>' "
+            f"ELSE coalesce({column}.name, {column}.email) END")
 
 
 @dataclass(frozen=True)

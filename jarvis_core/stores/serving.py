@@ -31,12 +31,24 @@ KEYWORD_DIR = "keyword"
 ENCODER_DIR = "encoder"  # the exported query model (jarvis_core/text/query_model.py)
 MANIFEST_FILE = "manifest.json"
 KEEP_VERSIONS = 2
+DOCUMENT_NAMES = r"""
+    SELECT DISTINCT source, doc_key, unnest(list_concat(
+        names, [lower(path), lower(source || '/' || path)],
+        list_transform(list_filter(names, n -> regexp_full_match(n, '[^/\s]+/[^/\s]+#\d+')),
+                       n -> split_part(n, '/', 2)))) AS name
+    FROM documents"""
 # Table -> the query that fills its serving copy: here the tables every kind shares; each
 # kind adds its own (``SourceKind.serving``), leaving out what the query side does not read
-# (note bodies stay out: read-note reads files).
+# (the documents' text stays out: a note is read from its file, any other document rebuilt
+# from its chunks).
 SERVING_TABLES = {
     "chunks": "SELECT * FROM chunks",
     "documents": "SELECT * FROM documents",
+    # every name a document answers to, one a row (its kind's names, its path with and without
+    # its source, a GitHub issue ref without its owner): what a search's identifier lookup
+    # reads, a string comparison per row instead of list functions (jarvis_query/retrievers/
+    # identifiers.py)
+    "document_names": DOCUMENT_NAMES,
     "ingest_failures": "SELECT * FROM ingest_failures",
     "graph_nodes": "SELECT * FROM graph_nodes",
     "graph_edges": "SELECT * FROM graph_edges",
@@ -51,7 +63,8 @@ SERVING_TABLES = {
 }
 # Search results are joined to their chunk rows by id, and keyword and GraphRAG results to
 # their documents' chunks: indexes make those point lookups (100k chunks: 46 -> 8 ms).
-SERVING_INDEXES = {"chunks_by_id": "chunks(chunk_id)", "chunks_by_doc": "chunks(doc_key)"}
+SERVING_INDEXES = {"chunks_by_id": "chunks(chunk_id)", "chunks_by_doc": "chunks(doc_key)",
+                   "document_names_by_name": "document_names(name)"}
 
 
 def serving_root(data_dir: Path) -> Path:

@@ -1,1 +1,2 @@
-"""Retrievers: dense, keyword and graph leaves, and the hybrid composer (see base.py)."""
+"""Retrievers: dense, keyword, identifier and graph leaves; the hybrid composer, grouping by
+document (grouping.py) and the composer that puts named documents first (identifiers.py)."""

@@ -92,7 +92,7 @@ def test_graph_search_at_every_depth(refreshed):
                              (4, "depth must be between 1 and 3")):
             with pytest.raises(QueryError, match=message):
                 kb.search_graph("Alerting", depth=bad)
-        with pytest.raises(QueryError, match="Note not found"):
+        with pytest.raises(QueryError, match="names no document in the sources you can read"):
             kb.search_graph("No Such Note")
         with pytest.raises(QueryError, match="names several documents"):
             kb.search_graph("Retro")

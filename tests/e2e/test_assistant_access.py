@@ -118,6 +118,12 @@ def battery(config, profile: str) -> list[tuple[str, object]]:
         kinds[source, source_type].append((source, path, title, key))
     calls: list[tuple[str, object]] = []
     for source, path, title, key in [docs[len(docs) // 2] for docs in kinds.values()]:
+        [(names,)] = _rows(config, "SELECT names FROM documents WHERE doc_key = "
+                                   + _in([key.replace("'", "''")]).strip("()"))
+        calls += [  # opened by a bare identifier: its key, its names, a hash's prefix
+            ("read", {"path": key}), ("read", {"path": path, "vault": source}),
+            *(("read-note", {"path": name}) for name in names[:2]),
+            *(("read", {"path": name[:7]}) for name in names[:1])]
         calls += [
             ("search-semantic", {"query": title, "limit": 50}),
             ("search-vault", {"query": title, "limit": 50}),

@@ -47,9 +47,12 @@ PRINTS = {
     '.venv/bin/jarvis hybrid "how do we make retried writes safe" --limit 5':
         r"\(keyword #\d+, semantic #\d+\)",
     '.venv/bin/jarvis read "<CAK7wq2dedupe03.1010@mail.lumen.example>"':
-        r"threads/CAK7wq2dedupe01\.1009@mail\.lumen\.example, thread",
+        r"threads/CAK7wq2dedupe01\.1009@mail\.lumen\.example, email",
     '.venv/bin/jarvis read "Ingest: idempotency and the dedupe key"':
         r"lumen-wiki/pages/65541, page",
+    ".venv/bin/jarvis read LUM-4": r"^status: In Review$",
+    ".venv/bin/jarvis read 5d24297": r"^- src/lumen/ingest/dedupe\.py, additions: 10, deletions: 0",
+    ".venv/bin/jarvis read README.md --vault lumen": r"^language: Markdown$",
     ".venv/bin/jarvis context lumen": r"commits per author",
     ".venv/bin/jarvis token create --profile all --client laptop": r"jv_[0-9a-f]{8}_",
     ".venv/bin/jarvis serve --http 8765": r"^401 .*invalid_token",

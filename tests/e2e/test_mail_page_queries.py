@@ -15,6 +15,7 @@ from mcp import Client
 from jarvis_cli.main import cli
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
+from jarvis_query.lookup import DocumentNotFound
 from jarvis_query.mcp_server import build_server
 from jarvis_query.validation import QueryError
 from tests.pipeline_helpers import rows, write_config
@@ -87,37 +88,40 @@ def test_a_thread_is_read_by_key_path_or_any_message_id(published):
     [(working_text,)] = rows(config, "SELECT text FROM mail_threads WHERE thread_id = ?",
                              [DEDUPE_THREAD])
     by_key = kb.read_note(THREAD_KEY)
-    assert by_key["kind"] == "thread" and by_key["vault"] == "lumen-mail"
-    assert by_key["path"] == f"threads/{DEDUPE_THREAD}" and by_key["selected_message"] is None
+    assert by_key["kind"] == "email" and by_key["vault"] == "lumen-mail"
+    assert by_key["path"] == f"threads/{DEDUPE_THREAD}" and by_key["named"] is None
     assert _flat(by_key["content"]) == _flat(working_text)
-    assert [m["message_id"] for m in by_key["messages"]][2] == THIRD_MESSAGE
-    assert by_key["messages"][1]["attachments"][0]["name"] == "dedupe-replay-2026-10-08.csv"
+    messages = by_key["details"]["messages"]
+    assert [m["message_id"] for m in messages][2] == THIRD_MESSAGE
+    assert messages[1]["attachments"] == ["dedupe-replay-2026-10-08.csv"]
     assert {r for link in by_key["links"] for r in link["relations"]} == {"SENT_TO"}
     assert "person:sam.novak@lumen.example" in {link["key"] for link in by_key["backlinks"]}
     for name, vault in ((f"threads/{DEDUPE_THREAD}", "lumen-mail"), (DEDUPE_THREAD, None),
                         (f"<{THIRD_MESSAGE}>", None), (f"mid:{THIRD_MESSAGE}", "lumen-mail")):
         read = kb.read_note(name, vault)
         assert read["key"] == THREAD_KEY and read["content"] == by_key["content"], name
-    assert kb.read_note(THIRD_MESSAGE)["selected_message"] == THIRD_MESSAGE
+    assert kb.read_note(THIRD_MESSAGE)["named"] == THIRD_MESSAGE.lower()
     readable = jarvis(config, "read", f"<{THIRD_MESSAGE}>").output
     assert readable.startswith("# Dedupe key for readings")
-    assert "→ 2026-10-10T07:02  Daniel Okafor <daniel.okafor@lumen.example>" in readable
+    assert (f"→ {THIRD_MESSAGE}, sent at: 2026-10-10T07:02:00, from: Daniel Okafor "
+            "<daniel.okafor@lumen.example>") in readable
 
 
 def test_a_page_is_read_by_key_path_id_or_title(published):
     config, kb = published
     [(working_text,)] = rows(config, "SELECT text FROM pages WHERE page_id = ?", [INGEST_PAGE])
     page = kb.read_note(PAGE_KEY)
-    assert (page["kind"], page["title"], page["space"]) == ("page", INGEST_TITLE, "LUM")
-    assert page["ancestors"] == ["Lumen Home", "Architecture"]
-    assert "adr" in page["labels"] and page["author"].startswith("Sam Novak")
+    details = page["details"]
+    assert (page["kind"], page["title"], details["space"]) == ("page", INGEST_TITLE, "LUM")
+    assert details["ancestors"] == ["Lumen Home", "Architecture"]
+    assert "adr" in page["tags"] and details["author"].startswith("Sam Novak")
     assert _flat(page["content"]) == _flat(working_text)
     assert "PARENT" in {r for link in page["links"] for r in link["relations"]}
     for name, vault in ((INGEST_PAGE, "lumen-wiki"), (f"pages/{INGEST_PAGE}", None),
                         (INGEST_TITLE.upper(), None), (INGEST_PAGE, None)):
         assert kb.read_note(name, vault)["key"] == PAGE_KEY, name
     readable = jarvis(config, "read", INGEST_TITLE).output
-    assert "space: LUM  ›  Lumen Home › Architecture › Ingest" in readable
+    assert "space: LUM\nancestors: Lumen Home, Architecture\n" in readable
 
 
 def test_mcp_read_note_reads_threads_and_pages(published):
@@ -131,12 +135,12 @@ def test_mcp_read_note_reads_threads_and_pages(published):
                     await client.call_tool("read-note", {"path": "page:elsewhere/1"}))
 
     thread, page, elsewhere = anyio.run(converse)
-    assert thread.structured_content["kind"] == "thread"
+    assert thread.structured_content["kind"] == "email"
     assert thread.content[0].text.startswith("# Dedupe key for readings")
     assert page.structured_content["key"] == PAGE_KEY
     assert elsewhere.is_error
-    assert elsewhere.content[0].text == ("Error: 'page:elsewhere/1' names no configured "
-                                         "confluence source")
+    assert elsewhere.content[0].text == ("Error: 'page:elsewhere/1' names no document in the "
+                                         "sources you can read")
 
 
 def test_reading_stays_inside_the_configured_sources(published, tmp_path):
@@ -149,13 +153,13 @@ def test_reading_stays_inside_the_configured_sources(published, tmp_path):
                          data_dir=str(config.data_dir))
     kb = KnowledgeBase(other)
     try:
-        with pytest.raises(QueryError, match="names no configured mail source"):
-            kb.read_note(THREAD_KEY)
-        with pytest.raises(QueryError, match="File not found"):
-            kb.read_note(THIRD_MESSAGE)
+        for name in (THREAD_KEY, THIRD_MESSAGE, f"lumen-mail/threads/{DEDUPE_THREAD}"):
+            with pytest.raises(DocumentNotFound, match="names no document in the sources you "
+                                                       "can read"):
+                kb.read_note(name)
         with pytest.raises(QueryError, match="Unknown vault 'lumen-mail'"):
             kb.read_note(DEDUPE_THREAD, vault="lumen-mail")
-        with pytest.raises(QueryError, match="'issues' is a tickets source"):
+        with pytest.raises(DocumentNotFound, match="'LUM-4' names no document in 'issues'"):
             kb.read_note("LUM-4", vault="issues")
         assert kb.read_note(PAGE_KEY)["title"] == INGEST_TITLE
     finally:

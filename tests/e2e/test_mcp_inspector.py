@@ -26,7 +26,7 @@ def test_the_inspector_shows_jarvis_error_messages(published_sample, tmp_path):
         env={**os.environ, "npm_config_update_notifier": "false"})
     assert done.returncode == 0, done.stdout + done.stderr
     shown = done.stdout
-    assert "-> Error reading note: File not found: 'No Such Note.md'" in shown
+    assert "-> Error: 'No Such Note.md' names no document in 'sample'" in shown
     assert "-> Error: limit must be between 1 and 50" in shown
     assert "-> Error reading note: Access denied: " in shown
     assert "Structured content" not in shown

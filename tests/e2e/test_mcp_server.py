@@ -21,7 +21,7 @@ from tests.query_helpers import JARVIS, converse, publish_encoder
 pytestmark = pytest.mark.slow
 
 QUERY_TOOLS = {"search-semantic", "search-vault", "search-hybrid", "search-graph",
-               "search-graphrag", "read-note", "list-vaults", "get-vault-context"}
+               "search-graphrag", "read-note", "read", "list-vaults", "get-vault-context"}
 # `jarvis serve` adds the assistant tools (memory, health) to build_server's query tools
 TOOLS = QUERY_TOOLS | {"remember", "recall", "forget", "health-status", "performance-metrics"}
 SECRET = "TOP SECRET: do not serve"
@@ -53,6 +53,8 @@ GOOD = {
     "vault_content": ("search-vault", {"query": "idempotency key", "search_content": True,
                                        "limit": 5}),
     "hybrid": ("search-hybrid", {"query": "duplicate readings idempotency key", "limit": 5}),
+    "hybrid_chunks": ("search-hybrid", {"query": "duplicate readings idempotency key",
+                                        "limit": 5, "group": "chunk"}),
     "graph": ("search-graph", {"query_note_path": "Projects/Lumen/Architecture/Alerting.md",
                                "depth": 2}),
     "graphrag": ("search-graphrag", {"query": "how are alerts raised for a station",
@@ -103,18 +105,22 @@ BAD = {  # label -> (tool, arguments, the start of the error text)
     "hybrid_vault": ("search-hybrid", {"query": "x", "vault": "nope"},
                      "Error: Unknown vault 'nope'"),
     "hybrid_alpha": ("search-hybrid", {"query": "x", "alpha": 1.5}, "Error: alpha"),
+    "hybrid_group": ("search-hybrid", {"query": "x", "group": "paragraph"},
+                     "Error: group: Input should be 'document' or 'chunk'"),
     "hybrid_date": ("search-hybrid", {"query": "x", "modified_after": "last tuesday"},
                     "Error: modified_after"),
     "graph_depth": ("search-graph", {"query_note_path": "Alerting", "depth": 4},
                     "Error: depth must be between 1 and 3"),
     "graph_no_note": ("search-graph", {}, "Error: query_note_path parameter is required"),
     "graph_unknown_note": ("search-graph", {"query_note_path": "No Such Note"},
-                           "Error: Note not found: 'No Such Note'"),
+                           "Error: 'No Such Note' names no document in the sources you can "
+                           "read"),
     "graphrag_no_query": ("search-graphrag", {}, "Error: query parameter is required"),
     "graphrag_vault": ("search-graphrag", {"query": "x", "vault": "nope"},
                        "Error: Unknown vault 'nope'"),
     "read_missing": ("read-note", {"path": "Nope/Missing.md"},
-                     "Error reading note: File not found: 'Nope/Missing.md'"),
+                     "Error: 'Nope/Missing.md' names no document in the sources you can "
+                     "read"),
     "read_no_path": ("read-note", {}, "Error: path parameter is required"),
     "read_vault": ("read-note", {"path": "Sleep", "vault": "nope"},
                    "Error: Unknown vault 'nope'"),
@@ -158,14 +164,17 @@ def test_tool_list_and_schemas(session):
     assert semantic["required"] == ["query"]
     assert semantic["properties"]["limit"].items() >= {
         "default": 10, "minimum": 1, "maximum": 50}.items()
-    assert set(semantic["properties"]) == {"query", "limit", "vault", "similarity_threshold"}
+    assert set(semantic["properties"]) == {"query", "limit", "vault", "similarity_threshold",
+                                           "group"}
     assert set(tools["search-hybrid"].input_schema["properties"]) == {
         "query", "limit", "vault", "alpha", "source_types", "tags", "modified_after",
-        "modified_before"}
+        "modified_before", "group"}
     assert set(tools["search-graphrag"].input_schema["properties"]) == {
         "query", "limit", "vault", "depth", "max_tokens", "source_types"}
     assert set(tools["search-vault"].input_schema["properties"]) == {
-        "query", "search_content", "limit", "vault", "source_types"}
+        "query", "search_content", "limit", "vault", "source_types", "group"}
+    assert semantic["properties"]["group"]["enum"] == ["document", "chunk"]
+    assert semantic["properties"]["group"]["default"] == "document"
     assert semantic["properties"]["query"]["maxLength"] == 4000
     source_types = tools["search-hybrid"].input_schema["properties"]["source_types"]
     assert source_types["anyOf"][0]["items"]["enum"] == [

@@ -82,7 +82,7 @@ def test_everything_else_answers_as_usual(partial):
     graph = kb.search_graph("Dedupe")
     assert graph["available"] and graph["path"] == "Dedupe.md"
     thread = kb.read_note(DEDUPE_THREAD)
-    assert thread["kind"] == "thread" and "boot_id" in thread["content"]
+    assert thread["kind"] == "email" and "boot_id" in thread["content"]
     assert kb.read_note("Sleep")["content"].startswith("# Sleep")
     assert kb.get_vault_context("notes")["summary"]["notes"] == 2
     listed = kb.list_vaults()
@@ -113,7 +113,7 @@ def test_readable_and_json_output_carry_the_note(partial):
                                      "message": note.removeprefix("note: ") + ": keyword "
                                      "results until every chunk has its vector"}
     assert json.loads(jarvis("hybrid", QUERY, "--json").stdout)["embeddings"]["done"] == done
-    assert "note" not in jarvis("keyword", QUERY, "--content").output
+    assert "note: " not in jarvis("keyword", QUERY, "--content").output
 
 
 def test_mcp_answers_carry_the_note(partial):

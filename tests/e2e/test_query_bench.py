@@ -26,3 +26,19 @@ def test_bench_query_times_every_tool(tmp_path, sample_vault):
     small = CliRunner().invoke(cli, ["--config", str(config.config_path), "bench", "query",
                                      "--chunks", "10"])
     assert small.exit_code != 0 and "--chunks: at least 1000" in small.output
+
+
+@pytest.mark.slow
+def test_bench_identifiers_finds_every_named_item_first(published_project):
+    result = CliRunner().invoke(cli, ["--config", str(published_project.config_path), "bench",
+                                      "identifiers", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data["identifiers"]) == {"ticket", "commit", "email", "page"}
+    assert data["queries"] == sum(data["identifiers"].values()) and data["embeddings"]["complete"]
+    assert set(data["modes"]) == {"keyword", "keyword_content", "semantic", "hybrid"}
+    for figures in data["modes"].values():
+        assert (figures["first"], figures["misses"]) == (1.0, []), figures["misses"]
+        assert figures["found_first"] == data["queries"]
+        assert 0 < figures["p50_ms"] <= figures["p95_ms"]
+    assert (data["goal_first"], data["goal_p50_ms"]) == (1.0, 50)

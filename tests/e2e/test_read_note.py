@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from jarvis_cli.main import cli
 from jarvis_core.config import load_config
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
+from jarvis_query.lookup import DocumentNotFound
 from jarvis_query.reading import NoteAccessError, _read_file
 
 SECRET = "TOP SECRET: the launch codes"
@@ -110,9 +111,10 @@ def test_a_note_is_read_from_disk_with_frontmatter_and_tags(setup):
     note = kb.read_note("Projects/Plan", vault="a")
     assert (note["vault"], note["path"], note["title"]) == ("a", "Projects/Plan.md", "Plan")
     assert note["content"] == PLAN
-    assert note["frontmatter"] == {"tags": ["project"], "aliases": ["The Plan"]}
-    assert note["tags"] == ["project", "launch/q4"] and note["aliases"] == ["The Plan"]
-    assert note["size_bytes"] == len(PLAN.encode()) and note["warnings"] == []
+    assert note["details"]["frontmatter"] == {"tags": ["project"], "aliases": ["The Plan"]}
+    assert note["tags"] == ["project", "launch/q4"]
+    assert note["details"]["aliases"] == ["The Plan"]
+    assert note["details"]["size_bytes"] == len(PLAN.encode()) and note["warnings"] == []
     # nothing published yet: the file is still read, the graph part says so
     assert note["published"] is False and note["links"] is None and note["backlinks"] is None
     for spelling in ("a/Projects/Plan.md", "./Projects//Plan.md", "Projects/Plan.md"):
@@ -132,8 +134,9 @@ def test_paths_that_only_look_odd_are_read(setup):
 def test_clear_errors(setup):
     kb, _ = setup
     cases = [
-        ({"path": "Nope.md"}, NoteAccessError, r"^File not found: 'Nope.md' in any vault$"),
-        ({"path": "Plan.md", "vault": "b"}, NoteAccessError, "File not found: .* vault 'b'"),
+        ({"path": "Nope.md"}, DocumentNotFound, r"^'Nope.md' names no note on disk in any "
+                                                r"vault, and nothing else is published yet$"),
+        ({"path": "Plan.md", "vault": "b"}, DocumentNotFound, "names no note on disk in 'b'"),
         ({"path": "Shared"}, QueryError, "names notes in several vaults: a/Shared.md, "
                                          "b/Shared.md; give the vault"),
         ({"path": "Shared", "vault": "zzz"}, QueryError, "Unknown vault 'zzz'"),
@@ -141,7 +144,7 @@ def test_clear_errors(setup):
         ({"path": "./"}, QueryError, "path parameter is required"),
         ({"path": "Archive/Old"}, NoteAccessError, "excluded from vault 'a'"),
         ({"path": "data.csv"}, NoteAccessError, "is not a note"),
-        ({"path": "Projects"}, NoteAccessError, "File not found"),
+        ({"path": "Projects"}, DocumentNotFound, "names no note on disk"),
         ({"path": "Big.md"}, NoteAccessError, "5000 bytes, over the 4096 byte limit"),
     ]
     for kwargs, error, message in cases:
@@ -181,7 +184,7 @@ def test_cli_read_and_vaults(setup):
     assert "Error: Access denied: '..' is not allowed" in refused.output
     assert SECRET not in refused.output
     missing = invoke("read", "Nope")
-    assert missing.exit_code == 1 and "File not found: 'Nope'" in missing.output
+    assert missing.exit_code == 1 and "'Nope' names no note on disk" in missing.output
 
     vaults = invoke("vaults")
     assert vaults.exit_code == 0, vaults.output

@@ -71,7 +71,7 @@ def test_unknown_vault_and_cli(project):
     assert data["vault"] == "sample" and data["is_stale"] is False
     text = context_cli(config, "sample").stdout
     assert text.startswith("sample: snapshot ") and ", fresh" in text
-    for heading in ("hubs (", "communities (", "broken links (5)", "orphans (1)",
+    for heading in ("hubs (", "communities (", "broken links (4)", "orphans (1)",
                     "Inbox/Untitled.md", "Kafka Migration Plan"):
         assert heading in text
 

@@ -142,28 +142,43 @@ def test_the_note_leads_the_results_it_concerns():
         **progress, "complete": True, "message": None}})
 
 
-def test_threads_and_pages_are_shown_with_their_own_header():
-    common = {"vault": "m", "links": [], "backlinks": [{"key": "person:a", "title": "Ann",
-                                                         "relations": ["AUTHORED"]}],
-              "content": "## Ann · body", "modified_at": "2026-10-12T14:45:00"}
-    thread = render_document({**common, "kind": "thread", "title": "Dedupe",
-                              "path": "threads/1@x", "participants": ["Ann <a@x>"],
-                              "selected_message": "2@x", "messages": [
-                                  {"message_id": "1@x", "sent_at": "2026-10-09T08:12:00",
-                                   "from": "Ann <a@x>", "subject": "Dedupe", "attachments": []},
-                                  {"message_id": "2@x", "sent_at": "2026-10-10T07:02:00",
-                                   "from": "Bo", "subject": "Re: Dedupe",
-                                   "attachments": [{"name": "r.csv"}]}]}).splitlines()
-    assert thread[0] == "# Dedupe  (m/threads/1@x, thread, modified 2026-10-12T14:45:00Z)"
-    assert thread[2:4] == ["- 2026-10-09T08:12  Ann <a@x>: Dedupe  <1@x>",
-                           "→ 2026-10-10T07:02  Bo: Re: Dedupe  <2@x>, attached r.csv"]
-    assert "backlinks: Ann (AUTHORED)" in thread and thread[-1] == "## Ann · body"
-    page = render_document({**common, "kind": "page", "title": "ADR", "path": "pages/7",
-                            "space": "LUM", "ancestors": ["Home"], "author": "Ann",
-                            "editor": None, "version": 3, "url": None, "labels": ["adr"],
-                            "attachments": []}).splitlines()
-    assert page[1:4] == ["space: LUM  ›  Home › ADR", "by Ann, last edited by Ann, version 3",
-                         "labels: adr"]
+def test_every_kind_is_shown_by_one_renderer_from_its_details():
+    """A document's facts are lines, its detail lists rows named by their first value (the
+    one it was opened by marked), its graph neighbours openable by source and path."""
+    document = {
+        "kind": "email", "vault": "m", "path": "threads/1@x", "key": "thread:m/1@x",
+        "title": "Dedupe", "created_at": "2026-10-09T08:12:00",
+        "modified_at": "2026-10-12T14:45:00", "tags": [], "named": "2@x",
+        "details": {"participants": ["Ann <a@x>", "Bo"], "messages": [
+            {"message_id": "1@x", "sent_at": "2026-10-09T08:12:00", "from": "Ann <a@x>",
+             "attachments": [], "binary": False},
+            {"message_id": "2@X", "sent_at": "2026-10-10T07:02:00", "from": "Bo",
+             "attachments": ["r.csv"], "deletions": 0}]},
+        "warnings": ["one message had no date"], "published": True,
+        "links": [{"key": "ticket:LUM-4", "title": "LUM-4: Dedupe", "relations": ["MENTIONS"],
+                   "vault": "jira", "path": "tickets/LUM-4"}],
+        "backlinks": [{"key": "person:a", "title": "Ann", "relations": ["AUTHORED"],
+                       "vault": None, "path": None}],
+        "content": "## Ann · body"}
+    lines = render_document(document).splitlines()
+    assert lines[:7] == [
+        "# Dedupe  (m/threads/1@x, email, created 2026-10-09T08:12:00, modified "
+        "2026-10-12T14:45:00)",
+        "key: thread:m/1@x",
+        "participants: Ann <a@x>, Bo",
+        "messages:",
+        "- 1@x, sent at: 2026-10-09T08:12:00, from: Ann <a@x>",
+        "→ 2@X, sent at: 2026-10-10T07:02:00, from: Bo, attachments: r.csv, deletions: 0",
+        "links: LUM-4: Dedupe [jira/tickets/LUM-4] (MENTIONS)"]
+    assert lines[7:] == ["backlinks: Ann (AUTHORED)", "warning: one message had no date", "",
+                         "## Ann · body"]
+    unpublished = render_document({**document, "links": None, "backlinks": None,
+                                   "details": {}, "warnings": [], "created_at": None,
+                                   "tags": ["a"]}).splitlines()
+    assert unpublished[:5] == ["# Dedupe  (m/threads/1@x, email, modified 2026-10-12T14:45:00)",
+                               "key: thread:m/1@x", "tags: #a",
+                               "links: (nothing published yet)",
+                               "backlinks: (nothing published yet)"]
 
 
 def test_every_kind_of_source_is_listed_with_its_counts():

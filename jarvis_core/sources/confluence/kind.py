@@ -5,10 +5,12 @@ from __future__ import annotations
 from jarvis_core.sources.changes import export_watch
 from jarvis_core.sources.confluence.settings import ConfluenceConfig
 from jarvis_core.sources.kind import (
+    Details,
     DocumentType,
     FailedRatio,
     RawAsset,
     SourceKind,
+    person,
 )
 from jarvis_core.sources.listings import confluence_files
 
@@ -30,7 +32,12 @@ CONFLUENCE = SourceKind(
                'pages/' || page_id AS path, title, text, content_hash AS doc_hash,
                coalesce(updated_at, created_at) AS modified_at, labels AS tags,
                [lower(page_id), lower(title)] AS names
-        FROM pages WHERE source = $1"""),),
+        FROM pages WHERE source = $1""", Details(facts=f"""
+        SELECT created_at, warnings, space,
+               list_transform(ancestors, a -> a.title) AS ancestors,
+               {person('author')} AS author, {person('editor')} AS editor, version, url,
+               list_transform(attachments, a -> a.name) AS attachments
+        FROM pages WHERE source = $1 AND 'pages/' || page_id = $2""")),),
     serving={"pages": "SELECT * EXCLUDE (text) FROM pages",
              "page_files": "SELECT source, path, file_hash FROM page_files"},
     counts={"pages": "pages"},

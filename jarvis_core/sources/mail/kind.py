@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from jarvis_core.sources.changes import export_watch
 from jarvis_core.sources.kind import (
+    Details,
     DocumentType,
     FailedRatio,
     RawAsset,
     SourceKind,
+    person,
 )
 from jarvis_core.sources.listings import mail_files
 from jarvis_core.sources.mail.settings import MailConfig
@@ -30,7 +32,18 @@ MAIL = SourceKind(
                content_hash AS doc_hash, last_at AS modified_at, []::VARCHAR[] AS tags,
                list_transform(list_distinct([thread_id] || message_ids), id -> lower(id))
                    AS names
-        FROM mail_threads WHERE source = $1"""),),
+        FROM mail_threads WHERE source = $1""", Details(
+        facts=f"""
+            SELECT started_at AS created_at, message_count AS messages,
+                   list_transform(participants, p -> {person('p')}) AS participants
+            FROM mail_threads WHERE source = $1 AND 'threads/' || thread_id = $2""",
+        lists={"messages": f"""
+            SELECT message_id, sent_at, {person('sender')} AS "from",
+                   list_transform(recipients, p -> {person('p')}) AS "to",
+                   list_transform(cc, p -> {person('p')}) AS cc, subject,
+                   list_transform(attachments, a -> a.filename) AS attachments, warnings
+            FROM mail_messages WHERE source = $1 AND 'threads/' || thread_id = $2
+            ORDER BY sent_at, message_id"""})),),
     serving={"mail_messages": "SELECT * EXCLUDE (body) FROM mail_messages",
              "mail_threads": "SELECT * EXCLUDE (text) FROM mail_threads",
              "mail_files": "SELECT source, path, kind, file_hash FROM mail_files"},

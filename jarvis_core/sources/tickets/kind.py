@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from jarvis_core.sources.changes import export_watch
 from jarvis_core.sources.kind import (
+    Details,
     DocumentType,
     FailedRatio,
     RawAsset,
     SourceKind,
+    person,
 )
 from jarvis_core.sources.listings import ticket_files
 from jarvis_core.sources.tickets.settings import TicketsConfig
@@ -29,8 +31,21 @@ TICKETS = SourceKind(
         SELECT source, 'ticket' AS source_type, 'ticket:' || source || '/' || key AS doc_key,
                'tickets/' || key AS path, key || ': ' || summary AS title, text,
                content_hash AS doc_hash, coalesce(updated_at, created_at) AS modified_at,
-               labels AS tags, [lower(key)] AS names
-        FROM tickets WHERE source = $1"""),),
+               labels AS tags,
+               -- a GitHub issue is also named owner/repo#12, as GitHub writes references
+               list_filter([lower(key), lower(nullif(regexp_extract(
+                   url, 'github[.]com/([^/]+/[^/]+)/(?:issues|pull)/', 1), '') || '#' || number)],
+                   name -> name IS NOT NULL) AS names
+        FROM tickets WHERE source = $1""", Details(
+        facts=f"""
+            SELECT created_at, warnings, status, type, priority,
+                   {person('assignee')} AS assignee, {person('reporter')} AS reporter,
+                   resolved_at, components, fix_versions, len(comments) AS comments, url
+            FROM tickets WHERE source = $1 AND 'tickets/' || key = $2""",
+        lists={"issue_links": """
+            SELECT l.target, l.phrase, l.type, l.direction
+            FROM (SELECT unnest(links) AS l FROM tickets
+                  WHERE source = $1 AND 'tickets/' || key = $2)"""})),),
     serving={"tickets": "SELECT * EXCLUDE (text) FROM tickets",
              "ticket_files": "SELECT * FROM ticket_files"},
     counts={"tickets": "tickets"},

@@ -22,7 +22,7 @@ VAULT = SourceKind(
     documents=(DocumentType("note", """
         SELECT source, 'note' AS source_type, note_key AS doc_key, path, title, body AS text,
                content_hash AS doc_hash, modified_at, tags, [lower(title)] AS names
-        FROM notes WHERE source = $1"""),),
+        FROM notes WHERE source = $1""", from_file=True),),
     serving={"notes": "SELECT * EXCLUDE (body) FROM notes",
              "attachments": "SELECT * FROM attachments"},
     counts={"notes": "notes", "attachments": "attachments"},
