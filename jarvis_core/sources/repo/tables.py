@@ -1,6 +1,7 @@
 """The raw tables of a git repository: commits reachable from the configured branch, the files
 each changed, the files and docs at its head, its ``.jarvis`` knowledge, the head last
-ingested, and its source code's files, symbols and references (code/tables.py). Declared once as polars schemas; the DDL is generated from them."""
+ingested, and its source code's files, symbols and references (code/tables.py). Declared
+once as polars schemas; the DDL is generated from them."""
 
 from __future__ import annotations
 
