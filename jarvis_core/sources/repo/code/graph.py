@@ -105,9 +105,13 @@ def _written_call(reference: dict) -> str:
 
 
 class _Builder:
+    """Collects the code graph's nodes, edges and broken links."""
+
     def __init__(self, repo: str, index: SymbolIndex,
                  chunk_ids: Callable[[str], tuple[str, ...]]) -> None:
         self.repo, self.index, self.chunk_ids = repo, index, chunk_ids
+        self.nodes: dict[str, Node] = {}
+        self.owned: dict[str, str] = {}
         self.edges: dict[tuple[str, str, str], Edge] = {}
         self.broken: dict[tuple, BrokenLink] = {}
 
@@ -145,6 +149,72 @@ class _Builder:
             self.edge(src, relation, key, confidence, origin, evidence, text)
 
 
+    def files(self, languages: Mapping[str, str], imports: dict[str, list[tuple[dict, Import]]],
+              at_head: Mapping[str, dict]) -> None:
+        """A node per file, listing its imports from outside; IMPORTS to the others."""
+        repo = self.repo
+        for path in sorted(languages):
+            origin = repo_file_key(repo, path)
+            external = sorted({ref["name"].strip() for ref, found in imports[path]
+                               if not found.files})
+            self.nodes[origin] = file_node(repo, path, at_head.get(path),
+                                           external_imports=external[:MAX_EXTERNAL_IMPORTS])
+            for ref, found in imports[path]:
+                shown = f"import {ref['name']}" + (f" ({ref['qualifier']})"
+                                                     if ref["qualifier"] else "")
+                evidence = self.evidence(symbol_key(repo, path, ref["scope"]), False) \
+                    if ref["scope"] else ()
+                for target in found.files:
+                    if target != path:
+                        self.edge(origin, IMPORTS, repo_file_key(repo, target), None, origin,
+                                  evidence, _shown(path, ref["line"], shown))
+
+    def symbols(self, symbols: list[dict]) -> None:
+        """A node per symbol, owned by its file; CONTAINS from its parent or its file (a Go
+        method of a type declared in another file is its own file's)."""
+        for row in symbols:
+            node = symbol_node(self.repo, row)
+            origin = repo_file_key(self.repo, row["path"])
+            self.nodes[node.key], self.owned[node.key] = node, origin
+            parent = self.index.owner[node.key]
+            if parent not in self.index.rows or self.index.rows[parent]["path"] != row["path"]:
+                parent = origin
+            self.edge(parent, CONTAINS, node.key, None, origin, self.evidence(node.key, True),
+                      _shown(row["path"], row["start_line"], row["signature"] or row["name"]))
+
+    def bases(self, references: list[dict]) -> None:
+        """EXTENDS and IMPLEMENTS, before the calls: a call on ``self`` looks in bases."""
+        for ref in references:
+            if ref["kind"] not in (EXTENDS, IMPLEMENTS):
+                continue
+            owner = self.index.owner_type(ref["path"], ref["scope"], ref["line"])
+            if owner is None:
+                continue
+            found = self.index.base(ref["path"], ref["name"])
+            if found[1] not in (None, AMBIGUOUS):
+                self.index.bases[owner].extend(found[0])
+            self.resolved(owner, _RELATIONS[ref["kind"]], found,
+                          repo_file_key(self.repo, ref["path"]), ref["name"].strip(),
+                          ref["line"], self.evidence(owner, True),
+                          _shown(ref["path"], ref["line"],
+                                 self.index.rows[owner]["signature"] or ref["name"]))
+
+    def calls(self, references: list[dict]) -> None:
+        for ref in references:
+            if ref["kind"] != CALL:
+                continue
+            origin = repo_file_key(self.repo, ref["path"])
+            caller = symbol_key(self.repo, ref["path"], ref["scope"]) if ref["scope"] \
+                else origin
+            if caller not in self.index.rows:
+                caller = origin
+            written = _written_call(ref)
+            self.resolved(caller, CALLS, self.index.call(ref["path"], ref["scope"], ref["name"],
+                                                         ref["qualifier"]),
+                          origin, written, ref["line"], self.evidence(caller, False),
+                          _shown(ref["path"], ref["line"], written))
+
+
 def extract_code_graph(repo: str, rows: CodeRows, at_head: Mapping[str, dict],
                        chunk_ids: Callable[[str], tuple[str, ...]]) -> CodeGraph:
     """The code graph of one repository from its code tables' rows; ``at_head``: its
@@ -161,57 +231,11 @@ def extract_code_graph(repo: str, rows: CodeRows, at_head: Mapping[str, dict],
         if ref["kind"] == IMPORT:
             imports[ref["path"]].append((ref, resolver.resolve(
                 languages[ref["path"]], ref["path"], ref["name"], ref["qualifier"])))
-    index = SymbolIndex(repo, languages, symbols,
-                        {path: [found for _, found in pairs] for path, pairs in imports.items()})
-    build = _Builder(repo, index, chunk_ids)
-    nodes: dict[str, Node] = {}
-    for path in sorted(languages):
-        external = sorted({ref["name"].strip() for ref, found in imports[path]
-                           if not found.files})
-        nodes[repo_file_key(repo, path)] = file_node(
-            repo, path, at_head.get(path), external_imports=external[:MAX_EXTERNAL_IMPORTS])
-        for ref, found in imports[path]:
-            shown = f"import {ref['name']}" + (f" ({ref['qualifier']})" if ref["qualifier"]
-                                                 else "")
-            for target in found.files:
-                if target != path:
-                    build.edge(repo_file_key(repo, path), IMPORTS, repo_file_key(repo, target),
-                               None, repo_file_key(repo, path),
-                               build.evidence(symbol_key(repo, path, ref["scope"]), False)
-                               if ref["scope"] else (), _shown(path, ref["line"], shown))
-    owned = {}
-    for row in symbols:
-        node = symbol_node(repo, row)
-        origin = repo_file_key(repo, row["path"])
-        nodes[node.key], owned[node.key] = node, origin
-        parent = index.owner[node.key]
-        build.edge(parent if parent in index.rows and
-                   index.rows[parent]["path"] == row["path"] else origin,
-                   CONTAINS, node.key, None, origin, build.evidence(node.key, True),
-                   _shown(row["path"], row["start_line"], row["signature"] or row["name"]))
-    for ref in references:  # bases first: calls on self look in them
-        if ref["kind"] in (EXTENDS, IMPLEMENTS):
-            owner = index.owner_type(ref["path"], ref["scope"], ref["line"])
-            if owner is None:
-                continue
-            found = index.base(ref["path"], ref["name"])
-            if found[1] not in (None, AMBIGUOUS):
-                index.bases[owner].extend(found[0])
-            build.resolved(owner, _RELATIONS[ref["kind"]], found,
-                           repo_file_key(repo, ref["path"]), ref["name"].strip(), ref["line"],
-                           build.evidence(owner, True),
-                           _shown(ref["path"], ref["line"],
-                                  index.rows[owner]["signature"] or ref["name"]))
-    for ref in references:
-        if ref["kind"] == CALL:
-            origin = repo_file_key(repo, ref["path"])
-            caller = symbol_key(repo, ref["path"], ref["scope"]) if ref["scope"] else origin
-            if caller not in index.rows:
-                caller = origin
-            written = _written_call(ref)
-            build.resolved(caller, CALLS,
-                           index.call(ref["path"], ref["scope"], ref["name"], ref["qualifier"]),
-                           origin, written, ref["line"], build.evidence(caller, False),
-                           _shown(ref["path"], ref["line"], written))
-    return CodeGraph(nodes, list(build.edges.values()), list(build.broken.values()), owned,
-                     [repo_file_key(repo, path) for path in sorted(languages)])
+    build = _Builder(repo, SymbolIndex(repo, languages, symbols, {
+        path: [found for _, found in pairs] for path, pairs in imports.items()}), chunk_ids)
+    build.files(languages, imports, at_head)
+    build.symbols(symbols)
+    build.bases(references)
+    build.calls(references)
+    return CodeGraph(build.nodes, list(build.edges.values()), list(build.broken.values()),
+                     build.owned, [repo_file_key(repo, path) for path in sorted(languages)])
