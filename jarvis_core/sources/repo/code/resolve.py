@@ -204,13 +204,11 @@ class SymbolIndex:
             if not binding.files:
                 return NOTHING
             rest = parts[cut:]
-            if binding.imported is None:  # a module: its top level, then members
+            heads = self.top(binding.files, binding.imported) if binding.imported else []
+            if not heads:  # a module (`import a.b as x` reads like `from a import b`)
                 if not rest:
                     return self.decide(self.top(binding.files, name), HIGH)
-                heads = self.top(binding.files, rest[0])
-                rest = rest[1:]
-            else:
-                heads = self.top(binding.files, binding.imported)
+                heads, rest = self.top(binding.files, rest[0]), rest[1:]
             return self._members_of(heads, rest, name)
         heads = self._in_file(path, parts[0], types_only=True)
         if heads is None or not heads[0] or heads[1] != HIGH:
