@@ -155,19 +155,31 @@ def test_script_imports_resolve_relative_paths_extensions_and_index_files():
 def test_go_imports_are_packages_by_folder_and_qualified_calls_resolve_into_them():
     files = ["internal/store/store.go", "internal/store/cache.go",
              "internal/store/store_test.go", "cmd/server/main.go"]
+    cache, store = "internal/store/cache.go", "internal/store/store.go"
     graph = extract(files, [
-        sym("internal/store/cache.go", "Open", signature="func Open() *Cache {"),
+        sym(cache, "Cache", "struct", signature="type Cache struct {"),
+        sym(store, "Cache.Get", "method", parent="*Cache", line=3,
+            signature="func (c *Cache) Get(key string) string {"),
+        sym(cache, "Cache.Refresh", "method", parent="Cache", line=8,
+            signature="func (c *Cache) Refresh() {"),
+        sym(cache, "Open", signature="func Open() *Cache {"),
         sym("cmd/server/main.go", "Open", signature="func Open() {"),
         sym("cmd/server/main.go", "main", line=10, end=20, signature="func main() {")], [
         ref("cmd/server/main.go", "import", '"github.com/acme/shop/internal/store"'),
         ref("cmd/server/main.go", "import", '"fmt"', line=2),
         ref("cmd/server/main.go", "call", "Open", "store", scope="main", line=12),
-        ref("cmd/server/main.go", "call", "Println", "fmt", scope="main", line=13)])
+        ref("cmd/server/main.go", "call", "Println", "fmt", scope="main", line=13),
+        ref(cache, "call", "Get", "c", scope="Cache.Refresh", line=9)])  # c: the receiver
     assert imports(graph) == {("cmd/server/main.go", "internal/store/store.go"),
                               ("cmd/server/main.go", "internal/store/cache.go")}
     calls = edges(graph, "CALLS")
-    assert set(calls) == {(s("cmd/server/main.go", "main"), s("internal/store/cache.go", "Open"))}
-    assert next(iter(calls.values())).evidence_text == "cmd/server/main.go:12  store.Open()"
+    assert {pair: e.confidence for pair, e in calls.items()} == {
+        (s("cmd/server/main.go", "main"), s(cache, "Open")): EXPLICIT,
+        (s(cache, "Cache.Refresh"), s(store, "Cache.Get")): EXPLICIT}
+    assert calls[(s("cmd/server/main.go", "main"), s(cache, "Open"))].evidence_text == \
+        "cmd/server/main.go:12  store.Open()"
+    # a method of a type declared in another file of the package is its own file's
+    assert (f(store), s(store, "Cache.Get")) in edges(graph, "CONTAINS")
 
 
 def test_java_imports_by_package_path_and_names_seen_through_the_package_and_this():

@@ -97,7 +97,8 @@ class SymbolIndex:
             path, parent = row["path"], row["parent"]
             owner = symbol_key(repo, path, parent) if parent else repo_file_key(self.repo, path)
             if parent and owner not in self.rows:  # a Go method of a type in another file
-                types = types_in_folder.get((posixpath.dirname(path), parent.split(".")[-1]))
+                named = re.split(r"[\[<]", parent.split(".")[-1])[0].lstrip("*&")
+                types = types_in_folder.get((posixpath.dirname(path), named))
                 owner = types[0] if types and len(types) == 1 else repo_file_key(self.repo, path)
             self.owner[key] = owner
             self.members[(owner, row["name"])].append(key)
