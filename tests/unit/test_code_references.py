@@ -258,3 +258,19 @@ def test_a_commit_message_links_to_the_symbol_it_names():
     assert resolved_mentions(graph, node) == {
         (node.key, key("app/parser.py", "parse_file"), f"xref:{node.key}", (),
          "Speed up parse_file()")}
+
+
+def test_a_mail_thread_and_a_wiki_page_link_to_the_symbols_they_name(tmp_path):
+    from tests.export_helpers import message, rest_page
+    from tests.unit.test_mail_page_graph import mail_graph, page_graph
+
+    (tmp_path / "mail").mkdir()
+    mail = mail_graph(tmp_path / "mail", message(
+        "s1@shop.example", "Signup", "Since Monday it fails in UserService.java:12.\n"))
+    page = page_graph(tmp_path, [rest_page("65537", "Signup", "<p>The form calls "
+                                           "<code>parse_file</code> first.</p>")])
+    for graph, kind, dst in ((mail, "thread", key(JAVA, "UserService.createUser")),
+                             (page, "page", key("app/parser.py", "parse_file"))):
+        [node] = [node for node in graph.nodes if node.type == kind]
+        [(src, target, origin, evidence, _)] = resolved_mentions(graph, node)
+        assert (src, target, origin) == (node.key, dst, f"xref:{node.key}") and evidence
