@@ -228,15 +228,15 @@ class SymbolIndex:
         return self.resolved[kind, target]
 
     def _module_qualified(self, target: str) -> list[_Symbol]:
-        """``references.find_references``, ``com.x.UserService.createUser``: a qualified
-        name after the module (the file's path without extension) or the package (its
-        folder), as far as written."""
+        """``references.find_references``, ``com.x.UserService.createUser``,
+        ``Alloy.createController``: a qualified name after the module (the file's path
+        without extension) or the package (its folder), as far as written, in any case."""
         parts = target.split(".")
         for cut in range(1, len(parts)):
-            prefix = parts[:cut]
+            prefix = [part.casefold() for part in parts[:cut]]
             found = [symbol for symbol in self.by_qualified.get(".".join(parts[cut:]), ())
-                     if _ends_with(symbol.path.rpartition(".")[0].split("/"), prefix)
-                     or _ends_with(symbol.path.split("/")[:-1], prefix)]
+                     if _ends_with(symbol.path.rpartition(".")[0].casefold().split("/"), prefix)
+                     or _ends_with(symbol.path.casefold().split("/")[:-1], prefix)]
             if found:
                 return found
         return []

@@ -128,6 +128,7 @@ def test_prose_words_never_link():
     ("com.shop.UserService.createUser", key(JAVA, "UserService.createUser")),  # package
     ("user_service.create_user", key("app/user_service.py", "create_user")),  # module
     ("app.parser.parse_file", key("app/parser.py", "parse_file")),
+    ("Parser.parse_file", key("app/parser.py", "parse_file")),   # a module in any case
     ("createUser", key(JAVA, "UserService.createUser")),
     ("parse_file", key("app/parser.py", "parse_file")),
     ("UserService", key(JAVA, "UserService")),   # not its constructor inside it
