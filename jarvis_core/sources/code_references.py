@@ -12,7 +12,8 @@ A mention is written the way people write code in prose:
   (a part with an underscore or a camelCase hump, or a leading CapitalisedName):
   ``e.g``, ``example.com`` or ``v1.2`` are not; a receiver ``self.`` / ``this.`` is dropped;
 - ``path:line`` (``src/app/service.py:42``, ``service.py:42``, ``service.py#L42``, a
-  Python traceback's ``File "/srv/app/service.py", line 42``).
+  Python traceback's ``File "/srv/app/service.py", line 42``, a GitHub or GitLab permalink
+  ``https://github.com/o/r/blob/main/src/app/service.py#L42``).
 
 A bare word never is, nor a keyword (``function() {`` pasted into a ticket), and a name
 counts only when it names one symbol: a name several symbols share (``get()``, ``run()``)
@@ -58,6 +59,9 @@ _PARENS, _DOT, _COLONS, _SCHEME_END = (re.compile(anchor) for anchor in (
     r"\(\)", r"\.[A-Za-z_]", r"::[A-Za-z_]", r"://"))
 _LINE_TAIL = re.compile(r"(\.[A-Za-z][A-Za-z0-9]{0,7})(?::|#L)([1-9][0-9]{0,6})(?!\d)")
 _TRACEBACK = re.compile(r'File "([^"\n]+)", line ([1-9][0-9]{0,6})')  # a Python traceback
+# A permalink to a line on GitHub or GitLab: .../blob/<branch or commit>/<path>#L<line>
+_BLOB_URL = re.compile(
+    r"https?://[^\s/]+/[^\s#?]+?/(?:-/)?blob/[^\s/]+/([^\s#?]+)#L([1-9][0-9]{0,6})(?!\d)")
 _NAME_CHARS, _PATH_CHARS, _WORD_CHARS, _NON_SPACE = (re.compile(run) for run in (
     r"[\w.:$]*", r"[\w./-]*", r"\w*", r"\S*"))
 
@@ -96,12 +100,12 @@ def find_symbol_mentions(text: str, urls: list[tuple[int, int]] | None = None
     scan, urls = _Scan(text), url_spans(text) if urls is None else urls
     found: dict[tuple[str, str], tuple[str, str, int, int]] = {}
 
-    def add(kind: str, target: str, start: int, end: int) -> None:
+    def add(kind: str, target: str, start: int, end: int, address: bool = False) -> None:
         if kind == SYMBOL:
             target = _RECEIVER.sub("", _SEPARATOR.sub(".", target))
         first = found.get((kind, target))
         if (first is None or start < first[2]) and target not in _KEYWORDS \
-                and not inside(urls, start):
+                and (address or not inside(urls, start)):
             found[kind, target] = (kind, target, start, end)
 
     for span in _CODE_SPAN.finditer(text):
@@ -123,6 +127,8 @@ def find_symbol_mentions(text: str, urls: list[tuple[int, int]] | None = None
             add(LINE, f"{text[start:tail.end(1)]}:{tail.group(2)}", start, tail.end())
     for match in _TRACEBACK.finditer(text):
         add(LINE, f"{match.group(1)}:{match.group(2)}", match.start(), match.end())
+    for match in _BLOB_URL.finditer(text):
+        add(LINE, f"{match.group(1)}:{match.group(2)}", match.start(), match.end(), True)
     return sorted(found.values(), key=lambda mention: mention[2])
 
 

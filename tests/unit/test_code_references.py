@@ -96,6 +96,10 @@ def test_each_form_is_found_with_its_span():
         (LINE, "service.py:7", "service.py:7"), (LINE, "Service.java:9", "Service.java#L9")]
     assert mentions('  File "/srv/shop/app/parser.py", line 23, in get') == [
         (LINE, "/srv/shop/app/parser.py:23", 'File "/srv/shop/app/parser.py", line 23')]
+    assert mentions("see https://github.com/o/shop/blob/4f2a9c1/app/parser.py#L23-L25 and "
+                    "https://gitlab.com/g/o/shop/-/blob/main/app/parser.py#L3") == [
+        (LINE, "app/parser.py:23", "https://github.com/o/shop/blob/4f2a9c1/app/parser.py#L23"),
+        (LINE, "app/parser.py:3", "https://gitlab.com/g/o/shop/-/blob/main/app/parser.py#L3")]
     # with a line, a path is a place in the file: no second reference to the file itself
     assert not [ref for ref in find_references("src/app/service.py:42") if ref.kind == PATH]
 
