@@ -57,6 +57,7 @@ _KEYWORDS = frozenset("""
 # class is tried at every position of the text: three times slower on ticket text).
 _PARENS, _DOT, _COLONS, _SCHEME_END = (re.compile(anchor) for anchor in (
     r"\(\)", r"\.[A-Za-z_]", r"::[A-Za-z_]", r"://"))
+_LINE_MARK = re.compile(r"#L\d")
 _LINE_TAIL = re.compile(r"(\.[A-Za-z][A-Za-z0-9]{0,7})(?::|#L)([1-9][0-9]{0,6})(?!\d)")
 _TRACEBACK = re.compile(r'File "([^"\n]+)", line ([1-9][0-9]{0,6})')  # a Python traceback
 # A permalink to a line on GitHub or GitLab: .../blob/<branch or commit>/<path>#L<line>
@@ -87,16 +88,17 @@ class _Scan:
     def before(self, at: int) -> str:
         return self.text[at - 1] if at > 0 else ""
 
-    def after(self, at: int, length: int = 1) -> str:
-        return self.text[at:at + length]
+    def after(self, at: int) -> str:
+        return self.text[at:at + 1]
 
 
 def find_symbol_mentions(text: str, urls: list[tuple[int, int]] | None = None
                          ) -> list[tuple[str, str, int, int]]:
     """(kind, target, start, end) of the first mention of each symbol in ``text``, outside
-    ``urls`` (``url_spans``): a dotted or plain name (``SYMBOL``, the separators ``::`` and
-    ``#`` written as dots) or ``path:line`` (``LINE``), the span being the name or the place
-    as written. Once per target: the first line citing it is its evidence."""
+    ``urls`` (``url_spans``) but for permalinks: a dotted or plain name (``SYMBOL``, the
+    separators ``::`` and ``#`` written as dots) or ``path:line`` (``LINE``), the span being
+    the name or the place as written. Once per target: the first line citing it is its
+    evidence."""
     scan, urls = _Scan(text), url_spans(text) if urls is None else urls
     found: dict[tuple[str, str], tuple[str, str, int, int]] = {}
 
@@ -145,9 +147,9 @@ def _dotted_names(scan: _Scan) -> list[tuple[int, int]]:
         end = done = scan.run_after(at, _NAME_CHARS)
         while end > start and scan.text[end - 1] in ".:":   # a sentence's full stop
             end -= 1
-        if scan.before(start) not in ("/", "@", "-") and scan.after(end) not in ("/", "@", "-") \
-                and not scan.after(end, 3).startswith("#L") \
-                and _DOTTED.fullmatch(scan.text, start, end):
+        standalone = scan.before(start) not in ("/", "@", "-") \
+            and scan.after(end) not in ("/", "@", "-") and not _LINE_MARK.match(scan.text, end)
+        if standalone and _DOTTED.fullmatch(scan.text, start, end):
             spans.append((start, end))
     return spans
 

@@ -114,8 +114,8 @@ def test_a_document_mentions_a_symbol_once_at_its_first_place():
 def test_prose_words_never_link():
     text = ("We create the user, then get and run the job (see e.g. the guide at example.com,\n"
             "node.js and the file(s) in https://example.com/app/parser.py:22, v1.2.3,\n"
-            "https://example.com/search?q=parse_file() or\n"
-            "maya.chen@shop.example); a function() { return x; } pasted in prose;\n"
+            "https://example.com/search?q=parse_file(), app/user_service.py or\n"
+            "ops.team_lead@shop.example); a function() { return x; } pasted in prose;\n"
             "`not code at all` and `ls -la` are backticked too.\n")
     assert mentions(text) == []
     nodes = code_nodes() + [symbol_node("shop", "app/words.py", word, "function", 1, 2)
