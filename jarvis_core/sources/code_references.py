@@ -45,13 +45,13 @@ _DOTTED = re.compile(rf"{_IDENT}(?:(?:\.|::){_IDENT})+")
 _CODE_SHAPED = re.compile(r"_|[a-z][A-Z]|^[A-Z][a-z]")
 _SEPARATOR = re.compile(r"::|#")
 _RECEIVER = re.compile(r"^(?:self|this|cls)\.")
-# Keywords: in code pasted into prose they look like calls or names (``function() {``,
-# ``super()``, a backticked ``this``) but never name a symbol.
+# Keywords and literals: in code pasted into prose they look like calls or names
+# (``function() {``, ``super()``, a backticked ``this`` or ``null``) but never name a symbol.
 _KEYWORDS = frozenset("""
     and as assert async await break case catch class const continue def del delete do elif
     else except extends finally fn for func function if import in instanceof is lambda let
     new not of or pass raise return self sizeof super switch this throw try typeof var void
-    while with yield""".split())
+    while with yield true false null nil undefined True False None""".split())
 # Anchors: patterns that start with a literal are found by a fast skip; the name, path or
 # scheme around each is then read in both directions (a pattern starting with a character
 # class is tried at every position of the text: three times slower on ticket text).

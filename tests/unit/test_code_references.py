@@ -116,7 +116,7 @@ def test_prose_words_never_link():
             "node.js and the file(s) in https://example.com/app/parser.py:22, v1.2.3,\n"
             "https://example.com/search?q=parse_file(), app/user_service.py or\n"
             "ops.team_lead@shop.example); a function() { return x; } pasted in prose;\n"
-            "`not code at all` and `ls -la` are backticked too.\n")
+            "`not code at all`, `ls -la` and `null` are backticked too.\n")
     assert mentions(text) == []
     nodes = code_nodes() + [symbol_node("shop", "app/words.py", word, "function", 1, 2)
                             for word in ("create", "user", "run", "job", "guide")]
