@@ -55,10 +55,12 @@ def repo(tmp_path) -> Repo:
     return repo
 
 
-def ingested(conn, repo: Repo, **code) -> list[str]:
-    """Ingest ``repo`` as the raw repository asset does; the warnings it gave."""
+def ingested(conn, repo: Repo, configured: bool = True, **code) -> list[str]:
+    """Ingest ``repo`` as the raw repository asset does (as a source no longer configured:
+    ``configured`` false); the warnings it gave."""
     warnings: list[str] = []
-    run = IngestRun("lumen", RepoConfig(path=repo.path, code=CodeSettings(**code)),
+    settings = RepoConfig(path=repo.path, code=CodeSettings(**code)) if configured else None
+    run = IngestRun("lumen", settings,
                     lambda: nullcontext(conn), IngestSettings(), repo.path.parent, utc_now(),
                     warnings.append)
     ingest(run)
@@ -116,8 +118,12 @@ def test_only_the_newest_commits_of_a_first_ingest_are_mapped_then_every_new_one
         newest, later}
     assert modified(conn, old) == {}
 
+    ingested(conn, repo, history_commits=3)  # other settings: the newest commits mapped again
+    assert {sha for (sha,) in conn.execute("SELECT sha FROM commit_symbols").fetchall()} == {
+        old, newest, later}
 
-def test_a_force_push_removes_the_rows_of_the_commits_it_dropped(conn, repo):
+
+def test_a_force_push_drops_its_commits_rows_and_a_removed_source_all_rows(conn, repo):
     dropped = repo.commit("Start: warm twice", {"src/service.py": SERVICE.replace(
         "        self.store.warm()\n", "        self.store.warm()\n        self.store.warm()\n")})
     ingested(conn, repo)
@@ -129,6 +135,9 @@ def test_a_force_push_removes_the_rows_of_the_commits_it_dropped(conn, repo):
     assert any("history rewritten" in warning for warning in warnings)
     assert modified(conn, dropped) == {}
     assert modified(conn, kept) == {("src/service.py", "Service.start"): (16, 16, 1, 1)}
+
+    ingested(conn, repo, configured=False)
+    assert conn.execute("SELECT count(*) FROM commit_symbols").fetchone() == (0,)
 
 
 def test_symbols_of_a_blob_at_the_head_are_read_from_the_code_tables(conn, repo, monkeypatch):
