@@ -67,6 +67,31 @@ def ingested(conn, repo: Repo, configured: bool = True, **code) -> list[str]:
     return warnings
 
 
+def edit(repo: Repo, message: str, *replacements: tuple[str, str]) -> str:
+    """Commit ``src/service.py`` as it is with each (old, new) of ``replacements`` made."""
+    text = (repo.path / "src/service.py").read_text()
+    for before, after in replacements:
+        assert before in text
+        text = text.replace(before, after)
+    return repo.commit(message, {"src/service.py": text})
+
+
+def store_head_symbols(conn, repo: Repo, leave_out: str = "") -> None:
+    """The code tables as the code layer leaves them: the head's ``src/service.py`` parsed
+    (without the symbol ``leave_out``)."""
+    blob = repo.git("rev-parse", "HEAD:src/service.py")
+    parsed = parse_file("src/service.py", (repo.path / "src/service.py").read_bytes())
+    symbols = [symbol for symbol in parsed.symbols if symbol.symbol_id != leave_out]
+    tables.replace_rows(conn, registry.table("code_files"), source="lumen", remove_paths=None,
+                        rows=[{"source": "lumen", "path": "src/service.py", "blob_sha": blob,
+                               "language": "python", "status": "parsed",
+                               "symbols": len(symbols)}])
+    tables.replace_rows(conn, registry.table("code_symbols"), source="lumen",
+                        remove_paths=None,
+                        rows=[{"source": "lumen", "path": "src/service.py",
+                               "language": "python", **vars(symbol)} for symbol in symbols])
+
+
 def modified(conn, sha: str) -> dict[tuple[str, str], tuple[int, int, int, int]]:
     return {(path, symbol_id): tuple(rest) for sha_, path, symbol_id, *rest in conn.execute(
         "SELECT sha, path, symbol_id, start_line, end_line, additions, deletions "
@@ -74,25 +99,22 @@ def modified(conn, sha: str) -> dict[tuple[str, str], tuple[int, int, int, int]]
 
 
 def test_an_edit_of_one_function_body_modifies_that_function_only(conn, repo):
-    edited = repo.commit("Load with a fallback", {"src/service.py": SERVICE.replace(
-        "        return json.load(handle)", "        return json.load(handle) or {}")})
+    edited = edit(repo, "Load with a fallback", ("json.load(handle)", "json.load(handle) or {}"))
     ingested(conn, repo)
     assert modified(conn, edited) == {("src/service.py", "load"): (6, 6, 1, 1)}
 
 
 def test_an_added_method_modifies_that_method_not_its_class_or_siblings(conn, repo):
-    added = repo.commit("Service.stop", {"src/service.py": SERVICE + (
-        "\n    def stop(self):\n        self.store.close()\n")})
+    added = edit(repo, "Service.stop", ("check()\n", "check()\n\n    def stop(self):\n"
+                                                  "        self.store.close()\n"))
     ingested(conn, repo)
     assert modified(conn, added) == {("src/service.py", "Service.stop"): (18, 19, 2, 0)}
 
 
 def test_deleted_lines_modify_the_symbol_that_held_them(conn, repo):
-    inside = repo.commit("Start without warming", {"src/service.py": SERVICE.replace(
-        "        self.store.warm()\n", "")})
-    whole = repo.commit("No explicit constructor", {"src/service.py": SERVICE.replace(
-        "        self.store.warm()\n", "").replace(
-        "    def __init__(self, store):\n        self.store = store\n\n", "")})
+    inside = edit(repo, "Start without warming", ("        self.store.warm()\n", ""))
+    whole = edit(repo, "No explicit constructor",
+                 ("    def __init__(self, store):\n        self.store = store\n\n", ""))
     ingested(conn, repo)
     assert modified(conn, inside) == {("src/service.py", "Service.start"): (14, 14, 0, 1)}
     # the method is gone: its class held the lines around the deletion
@@ -100,19 +122,13 @@ def test_deleted_lines_modify_the_symbol_that_held_them(conn, repo):
 
 
 def test_only_the_newest_commits_of_a_first_ingest_are_mapped_then_every_new_one(conn, repo):
-    old = repo.commit("Load: a docstring", {"src/service.py": SERVICE.replace(
-        "def load(path):\n", 'def load(path):\n    """The JSON at path."""\n')})
-    newest = repo.commit("Load: utf-8", {"src/service.py": SERVICE.replace(
-        "def load(path):\n", 'def load(path):\n    """The JSON at path."""\n').replace(
-        "open(path)", "open(path, encoding='utf-8')")})
+    old = edit(repo, "Load: a docstring",
+               ("def load(path):\n", 'def load(path):\n    """The JSON at path."""\n'))
+    newest = edit(repo, "Load: utf-8", ("open(path)", "open(path, encoding='utf-8')"))
     ingested(conn, repo, history_commits=1)
     assert conn.execute("SELECT DISTINCT sha FROM commit_symbols").fetchall() == [(newest,)]
 
-    later = repo.commit("Service.start: check first", {"src/service.py": SERVICE.replace(
-        "def load(path):\n", 'def load(path):\n    """The JSON at path."""\n').replace(
-        "open(path)", "open(path, encoding='utf-8')").replace(
-        "        self.store.check()\n", "").replace(
-        "        self.store.open()\n", "        self.store.check()\n        self.store.open()\n")})
+    later = edit(repo, "Service.start: check strictly", ("check()", "check(strict=True)"))
     ingested(conn, repo, history_commits=1)
     assert {sha for (sha,) in conn.execute("SELECT sha FROM commit_symbols").fetchall()} == {
         newest, later}
@@ -124,13 +140,11 @@ def test_only_the_newest_commits_of_a_first_ingest_are_mapped_then_every_new_one
 
 
 def test_a_force_push_drops_its_commits_rows_and_a_removed_source_all_rows(conn, repo):
-    dropped = repo.commit("Start: warm twice", {"src/service.py": SERVICE.replace(
-        "        self.store.warm()\n", "        self.store.warm()\n        self.store.warm()\n")})
+    dropped = edit(repo, "Start: warm twice", ("warm()\n", "warm()\n        self.store.warm()\n"))
     ingested(conn, repo)
     assert modified(conn, dropped)
     repo.git("reset", "-q", "--hard", "HEAD~1")
-    kept = repo.commit("Start: check strictly", {"src/service.py": SERVICE.replace(
-        "self.store.check()", "self.store.check(strict=True)")})
+    kept = edit(repo, "Start: check strictly", ("check()", "check(strict=True)"))
     warnings = ingested(conn, repo)
     assert any("history rewritten" in warning for warning in warnings)
     assert modified(conn, dropped) == {}
@@ -141,19 +155,8 @@ def test_a_force_push_drops_its_commits_rows_and_a_removed_source_all_rows(conn,
 
 
 def test_symbols_of_a_blob_at_the_head_are_read_from_the_code_tables(conn, repo, monkeypatch):
-    head = repo.commit("Load: utf-8", {"src/service.py": SERVICE.replace(
-        "open(path)", "open(path, encoding='utf-8')")})
-    blob = repo.git("rev-parse", f"{head}:src/service.py")
-    parsed = parse_file("src/service.py", (repo.path / "src/service.py").read_bytes())
-    tables.replace_rows(conn, registry.table("code_files"), source="lumen", remove_paths=None,
-                        rows=[{"source": "lumen", "path": "src/service.py", "blob_sha": blob,
-                               "language": "python", "status": "parsed",
-                               "symbols": len(parsed.symbols)}])
-    tables.replace_rows(conn, registry.table("code_symbols"), source="lumen",
-                        remove_paths=None,
-                        rows=[{"source": "lumen", "path": "src/service.py",
-                               "language": "python", **vars(symbol)}
-                              for symbol in parsed.symbols])
+    head = edit(repo, "Load: utf-8", ("open(path)", "open(path, encoding='utf-8')"))
+    store_head_symbols(conn, repo)
     read = []
     monkeypatch.setattr(modifies, "parse_file",
                         lambda path, data, limits: read.append(data) or parse_file(path, data,
@@ -164,16 +167,9 @@ def test_symbols_of_a_blob_at_the_head_are_read_from_the_code_tables(conn, repo,
 
 
 def test_modifies_edges_go_from_the_commit_to_the_symbols_still_at_the_head(conn, repo):
-    edited = repo.commit("Load with a fallback", {"src/service.py": SERVICE.replace(
-        "        return json.load(handle)", "        return json.load(handle) or {}")})
+    edited = edit(repo, "Load with a fallback", ("json.load(handle)", "json.load(handle) or {}"))
     ingested(conn, repo)
-    parsed = parse_file("src/service.py", (repo.path / "src/service.py").read_bytes())
-    gone = "Service.__init__"
-    tables.replace_rows(conn, registry.table("code_symbols"), source="lumen",
-                        remove_paths=None,
-                        rows=[{"source": "lumen", "path": "src/service.py",
-                               "language": "python", **vars(symbol)}
-                              for symbol in parsed.symbols if symbol.symbol_id != gone])
+    store_head_symbols(conn, repo, leave_out="Service.__init__")
     rows = {name: [dict(zip([c[0] for c in found.description], row, strict=True))
                    for row in found.fetchall()]
             for name, sql in EXTRACTOR.queries.items() if name != "people"
