@@ -12,6 +12,7 @@ from jarvis_core.sources import registry
 from jarvis_core.sources.kind import IngestRun
 from jarvis_core.sources.plan import utc_now
 from jarvis_core.sources.repo.code import modifies
+from jarvis_core.sources.repo.code.graph import CodeRows
 from jarvis_core.sources.repo.code.model import symbol_key
 from jarvis_core.sources.repo.code.parse import parse_file
 from jarvis_core.sources.repo.graph import EXTRACTOR, commit_key, extract_repo_graph
@@ -176,9 +177,12 @@ def test_modifies_edges_go_from_the_commit_to_the_symbols_still_at_the_head(conn
             for found in [conn.execute(sql, ["lumen"])]}
     graph = extract_repo_graph("lumen", rows["commits"], rows["commit_files"],
                                rows["repo_files"], rows["repo_docs"], rows["repo_knowledge"],
-                               [], commit_symbols=rows["commit_symbols"])
+                               [], code=CodeRows(rows["code_files"], rows["code_symbols"],
+                                                 rows["code_references"]),
+                               commit_symbols=rows["commit_symbols"])
     symbol_edges = {(edge.src, edge.dst, edge.evidence_text) for edge in graph.edges
                     if edge.relation == "MODIFIES" and edge.dst.startswith("symbol:")}
+    assert {dst for _, dst, _ in symbol_edges} <= {node.key for node in graph.nodes}
     first = repo.git("rev-list", "--max-parents=0", "HEAD")
     assert (commit_key("lumen", edited), symbol_key("lumen", "src/service.py", "load"),
             "src/service.py:6 +1 -1") in symbol_edges
