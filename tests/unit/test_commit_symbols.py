@@ -58,9 +58,10 @@ def repo(tmp_path) -> Repo:
 
 def ingested(conn, repo: Repo, configured: bool = True, **code) -> list[str]:
     """Ingest ``repo`` as the raw repository asset does (as a source no longer configured:
-    ``configured`` false); the warnings it gave."""
+    ``configured`` false; ``vendor/**`` excluded); the warnings it gave."""
     warnings: list[str] = []
-    settings = RepoConfig(path=repo.path, code=CodeSettings(**code)) if configured else None
+    settings = RepoConfig(path=repo.path, exclude=("vendor/**",),
+                          code=CodeSettings(**code)) if configured else None
     run = IngestRun("lumen", settings,
                     lambda: nullcontext(conn), IngestSettings(), repo.path.parent, utc_now(),
                     warnings.append)
@@ -204,3 +205,13 @@ def test_hunks_give_the_new_side_lines_and_the_blob_the_commit_left(repo):
     [hunk] = by_path["src/service.py"].hunks
     assert (hunk.start, hunk.added, hunk.deleted) == (4, (4,), 1)
     assert [hunk.added for hunk in by_path["src/naïve name.py"].hunks] == [(1, 3)]
+
+
+def test_excluded_code_has_no_rows_and_patterns_git_refuses_are_harmless(conn, repo):
+    repo.commit("Vendored helpers", {"vendor/json5/parse.py": "def parse(text):\n    pass\n",
+                                     "third/lib/util.py": "def util():\n    pass\n"})
+    warnings = ingested(conn, repo, exclude=("third/*", "/abs/**", "../up/**", ""))
+    assert warnings == []
+    # vendor/ by the repository's exclude; third/lib/ matched by fnmatch's * though not git's
+    assert {path for (path,) in conn.execute(
+        "SELECT DISTINCT path FROM commit_symbols").fetchall()} == {"src/service.py"}

@@ -186,8 +186,10 @@ def ingest(run: IngestRun) -> Ingested:
 
     symbol_rows, undiffed = modified_symbols(destination, source, sync.symbol_commits,
                                              repo.code, repo.exclude, spans_at_head)
-    for sha, reason in undiffed:
-        run.warn(f"{source}/commits/{sha}: the symbols it modified are unknown: {reason}")
+    if undiffed:
+        sha, reason = undiffed[0]
+        run.warn(f"{source}: the symbols {len(undiffed)} commits modified are unknown, git "
+                 f"could not diff them (commit {sha[:12]}: {reason})")
     watch.lap("symbols")
     with run.connect() as conn:
         if not sync.unchanged:

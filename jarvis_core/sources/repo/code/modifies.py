@@ -133,10 +133,14 @@ def stored_spans(conn: duckdb.DuckDBPyConnection, source: str, versions: Iterabl
 
 
 def code_pathspecs(limits: CodeSettings) -> list[str]:
-    """Git pathspecs of the files the parser reads, vendored and built ones left out (git's
-    globs match no more than ``matches`` does, so the files are filtered again after)."""
+    """Git pathspecs of the files the parser reads, vendored and built ones left out so
+    their diffs are not even produced. Git's globs match no more than ``matches`` does, so
+    the files are filtered again after; a pattern git would refuse (outside the repository)
+    or read as every file (empty) is left to that filter."""
     return [*(f":(glob,icase)**/*{suffix}" for suffix in sorted(EXTENSIONS)),
-            *(f":(glob,exclude){pattern}" for pattern in limits.exclude)]
+            *(f":(glob,exclude){pattern}" for pattern in limits.exclude
+              if pattern and not pattern.startswith(("/", ":"))
+              and ".." not in pattern.split("/"))]
 
 
 def parsed_spans(checkout: Path, versions: Iterable[Version], limits: CodeSettings
