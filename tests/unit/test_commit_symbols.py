@@ -194,17 +194,23 @@ def test_modifies_edges_go_from_the_commit_to_the_symbols_still_at_the_head(conn
 
 
 def test_hunks_give_the_new_side_lines_and_the_blob_the_commit_left(repo):
-    sha = repo.commit("Rename and edit", {
-        "src/service.py": SERVICE.replace("def load(path):", "def load(path, strict):"),
-        "src/naïve name.py": "X = 1\n\nY = 2\n"})
-    changes, failures = read_hunks(repo.path, [sha], [":(glob)**/*.py"])
+    for option, value in (("diff.interHunkContext", "5"), ("diff.noprefix", "true"),
+                          ("log.showRoot", "false")):  # a user's settings change nothing
+        repo.git("config", option, value)
+    sha = edit(repo, "Two edits", ("def load(path):", "def load(path, strict):"),
+               ("json.load(handle)", "json.load(handle, strict=strict)"))
+    repo.commit("A name git quotes", {"src/naïve name.py": "X = 1\n\nY = 2\n"})
+    changes, failures = read_hunks(repo.path, repo.git("rev-list", "HEAD").split(),
+                                   [":(glob)**/*.py"])
     assert failures == []
-    by_path = {change.path: change for change in changes[sha]}
-    assert set(by_path) == {"src/service.py", "src/naïve name.py"}
-    assert by_path["src/service.py"].blob_sha == repo.git("rev-parse", f"{sha}:src/service.py")
-    [hunk] = by_path["src/service.py"].hunks
-    assert (hunk.start, hunk.added, hunk.deleted) == (4, (4,), 1)
-    assert [hunk.added for hunk in by_path["src/naïve name.py"].hunks] == [(1, 3)]
+    [edited] = changes[sha]
+    assert edited.blob_sha == repo.git("rev-parse", f"{sha}:src/service.py")
+    assert [(hunk.start, hunk.added, hunk.deleted) for hunk in edited.hunks] == [
+        (4, (4,), 1), (6, (6,), 1)]
+    [quoted] = changes[repo.git("rev-parse", "HEAD")]
+    assert quoted.path == "src/naïve name.py" and [h.added for h in quoted.hunks] == [(1, 3)]
+    first = repo.git("rev-list", "--max-parents=0", "HEAD")
+    assert [change.path for change in changes[first]] == ["src/service.py"]
 
 
 def test_excluded_code_has_no_rows_and_patterns_git_refuses_are_harmless(conn, repo):
