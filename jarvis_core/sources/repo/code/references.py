@@ -169,8 +169,9 @@ def leading_comment(outer: Node, grammar: Grammar, text: Callable[[Node], str]) 
             (sibling.type in grammar.comments or sibling.type in grammar.wrappers):
         if sibling.type in grammar.comments:
             before = sibling.prev_sibling
-            if sibling.start_point.row == row or (
-                    before is not None and before.end_point.row == sibling.start_point.row):
+            if sibling.start_point.row == row or (  # (a `#include` ends with its newline)
+                    before is not None and before.end_point.row == sibling.start_point.row
+                    and before.end_point.column > 0):
                 break  # a comment ending a line of code is that code's, not the definition's
             lines[:0] = _uncommented(text(sibling))
         row = sibling.start_point.row
