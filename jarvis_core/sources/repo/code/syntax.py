@@ -212,17 +212,22 @@ class FileReader:
                 for kind, name, qualifier, where, line in self.references]
 
     def _signature(self, found: _Found) -> str:
-        node, body = found.node, found.body
-        if body is not None and body.parent == node:  # up to the body, comments left out
+        """From the keyword that declares it on its line (``export``, Go's ``type``, not a
+        decorator above) to its body, comments left out; without a body, its first line."""
+        node, body, outer = found.node, found.body, found.outer
+        start = outer.start_byte if outer.start_point.row == node.start_point.row \
+            else node.start_byte
+        if body is not None and body.parent == node:
             end = max((child.end_byte for child in node.children
                        if child.end_byte <= body.start_byte
                        and child.type not in self.grammar.comments), default=body.start_byte)
-            head = self.data[node.start_byte:end]
         elif body is not None:
-            head = self.data[node.start_byte:body.start_byte]
+            end = body.start_byte
         else:
-            head = self.data[node.start_byte:node.end_byte].split(b"\n", 1)[0]
-        return head.decode("utf-8", "replace").rstrip()[:_MAX_SIGNATURE]
+            end = self.data.find(b"\n", start, node.end_byte)
+            end = node.end_byte if end < 0 else end
+        head = self.data[start:end].decode("utf-8", "replace").rstrip()
+        return head.removesuffix("{").rstrip()[:_MAX_SIGNATURE]
 
     def _doc(self, found: _Found) -> str:
         if self.grammar.docstrings and found.body is not None:
