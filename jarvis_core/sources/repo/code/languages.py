@@ -148,6 +148,11 @@ _C_DEFINITIONS = {
     "enum_specifier": Definition(ENUM, needs_body=True),
     "type_definition": Definition(TYPE, name="declarator"),
 }
+_JAVA_LIKE = {  # the same node types in Java and C#
+    "class_declaration": _CLASS, "record_declaration": _CLASS,
+    "interface_declaration": Definition(INTERFACE), "enum_declaration": Definition(ENUM),
+    "method_declaration": _METHOD, "constructor_declaration": _METHOD,
+}
 _C = Grammar("c", "tree_sitter_c", definitions=_C_DEFINITIONS,
              calls={"call_expression": "function"}, imports={"preproc_include": "path"})
 
@@ -173,11 +178,7 @@ GRAMMARS: tuple[Grammar, ...] = (
         wrappers=frozenset({"type_declaration", "const_declaration"})),
     Grammar(
         "java", "tree_sitter_java",
-        definitions={"class_declaration": _CLASS, "record_declaration": _CLASS,
-                     "interface_declaration": Definition(INTERFACE),
-                     "annotation_type_declaration": Definition(INTERFACE),
-                     "enum_declaration": Definition(ENUM), "method_declaration": _METHOD,
-                     "constructor_declaration": _METHOD,
+        definitions={**_JAVA_LIKE, "annotation_type_declaration": Definition(INTERFACE),
                      "annotation_type_element_declaration": _METHOD},
         calls={"method_invocation": "", "object_creation_expression": "type"},
         anonymous=frozenset({"object_creation_expression"}),
@@ -206,11 +207,7 @@ GRAMMARS: tuple[Grammar, ...] = (
         bases={"base_class_clause": EXTENDS}),
     Grammar(
         "csharp", "tree_sitter_c_sharp",
-        definitions={"class_declaration": _CLASS, "record_declaration": _CLASS,
-                     "struct_declaration": Definition(STRUCT),
-                     "interface_declaration": Definition(INTERFACE),
-                     "enum_declaration": Definition(ENUM), "method_declaration": _METHOD,
-                     "constructor_declaration": _METHOD,
+        definitions={**_JAVA_LIKE, "struct_declaration": Definition(STRUCT),
                      "namespace_declaration": Definition(MODULE),
                      "file_scoped_namespace_declaration": Definition(MODULE)},
         calls={"invocation_expression": "function", "object_creation_expression": "type"},
