@@ -3,6 +3,7 @@ per language read through its real tree-sitter grammar, the elided text, each ki
 input skipped or partial with its reason, and the agreement with Universal Ctags on a tiny
 repository."""
 
+import json
 import shutil
 import subprocess
 import time
@@ -436,10 +437,12 @@ def test_a_call_on_a_long_expression_keeps_a_bounded_qualifier():
     assert reading.qualifier(b"self.items.") == "self.items"
 
 
-def test_definitions_agree_with_universal_ctags_on_a_tiny_repository(tmp_path):
+def test_bench_code_prints_the_agreement_with_universal_ctags_on_a_tiny_repository(tmp_path):
     if shutil.which("ctags") is None:
         pytest.skip("Universal Ctags (Debian package universal-ctags) is not installed")
-    from jarvis_bench.code import run_code_benchmark
+    from click.testing import CliRunner
+
+    from jarvis_cli.main import cli
 
     (tmp_path / "service.py").write_text(PYTHON)
     path, source, _kinds, _doc = SOURCES["go"]
@@ -449,7 +452,9 @@ def test_definitions_agree_with_universal_ctags_on_a_tiny_repository(tmp_path):
     for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t",
                                                  "commit", "-qm", "tiny"]):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True)
-    result = run_code_benchmark(tmp_path)
+    shown = CliRunner().invoke(cli, ["bench", "code", str(tmp_path), "--json"])
+    assert shown.exit_code == 0, shown.output
+    result = json.loads(shown.stdout)
     agreement = result["ctags"]
     assert agreement["languages"]["python"] == {
         "ctags_definitions": 6, "jarvis_definitions": 6, "matched": 6, "recall": 1.0,
@@ -458,3 +463,5 @@ def test_definitions_agree_with_universal_ctags_on_a_tiny_repository(tmp_path):
     assert (agreement["recall"], agreement["precision"]) == (1.0, 1.0)
     assert result["parse"]["skipped"] == {"excluded as vendored or built": 1}
     assert result["parse"]["files"] == 3 and result["parse"]["files_per_s"] > 0
+    table = CliRunner().invoke(cli, ["bench", "code", str(tmp_path)])
+    assert "python" in table.stdout and "files/s" in table.stdout
