@@ -17,6 +17,7 @@ that Jarvis did not skip (too large, minified, generated, vendored: counted apar
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tempfile
 import time
@@ -30,6 +31,7 @@ from jarvis_core.sources.repo.code.model import (
     FUNCTION,
     INTERFACE,
     METHOD,
+    PARTIAL,
     SKIPPED,
     STRUCT,
     TRAIT,
@@ -54,6 +56,8 @@ CTAGS_KINDS = {
     "Ruby": {"class", "method", "singletonMethod"},
     "PHP": {"class", "interface", "trait", "function"},
 }
+# ctags's invented names for anonymous functions (callbacks), which are no definitions.
+ANONYMOUS = ("AnonymousFunction", "anonFunc", "__anon")
 CTAGS_TIMEOUT_SECONDS = 600
 SAMPLE = 15  # disagreements listed per side
 
@@ -79,7 +83,7 @@ def run_code_benchmark(repo: Path) -> dict:
     skipped: dict[str, int] = defaultdict(int)
     for result in parsed.values():
         if result.status == SKIPPED:
-            skipped[(result.reason or "").split(" (")[0].split(":")[0]] += 1
+            skipped[re.sub(r"\d+", "N", (result.reason or "").split(" (")[0].split(":")[0])] += 1
     return {
         "repository": str(repo), "head": head,
         "ctags": {**agreement(ours, {tag for tag in tags if tag[0] in read}, {
@@ -87,7 +91,7 @@ def run_code_benchmark(repo: Path) -> dict:
             "version": _ctags_version()},
         "parse": {"files": len(parsed), "symbols": symbols,
                   "references": sum(len(result.references) for result in parsed.values()),
-                  "partial": sum(result.status == "partial" for result in parsed.values()),
+                  "partial": sum(result.status == PARTIAL for result in parsed.values()),
                   "skipped": dict(skipped), "seconds": round(seconds, 3),
                   "files_per_s": round(len(parsed) / seconds, 1) if seconds else None,
                   "symbols_per_s": round(symbols / seconds, 1) if seconds else None},
@@ -111,10 +115,25 @@ def ctags_definitions(root: Path, paths: list[str]) -> set[tuple[str, str, int]]
     found = set()
     for line in done.stdout.splitlines():
         tag = json.loads(line)
-        if tag.get("_type") == "tag" and \
-                tag.get("kind") in CTAGS_KINDS.get(tag.get("language", ""), ()):
+        if tag.get("_type") == "tag" and _is_definition(tag):
             found.add((tag["path"], tag["name"], int(tag["line"])))
     return found
+
+
+def _is_definition(tag: dict) -> bool:
+    """A tag of a definition kind, not named by ctags itself (an anonymous function), and in
+    JavaScript or TypeScript a ``class`` only where the line defines that name (``class X``,
+    ``function X``, ``x.X = function``): ctags also calls a variable holding an object
+    literal (``var users = {…}``) and the object a prototype method is put on a class,
+    which are values, not declarations."""
+    language, name = tag.get("language", ""), tag["name"]
+    if tag.get("kind") not in CTAGS_KINDS.get(language, ()) or name.startswith(ANONYMOUS):
+        return False
+    if language in ("JavaScript", "TypeScript") and tag["kind"] == "class":
+        word = re.escape(name)
+        return re.search(rf"\b(class|function)\s+{word}\b|\b{word}\s*[=:]\s*(async\s+)?"
+                         r"function\b", tag.get("pattern", "")) is not None
+    return True
 
 
 def agreement(ours: set[tuple[str, str, int]], theirs: set[tuple[str, str, int]],

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, cached_property
 from pathlib import PurePosixPath
 
 from tree_sitter import Language
@@ -34,7 +34,8 @@ from jarvis_core.sources.repo.code.model import (
 )
 
 # The nodes a function value is written as: `const f = () => {}` defines f.
-FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "generator_function"})
+FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "generator_function",
+                             "lambda"})
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ class Definition:
     holds one (``const f = () => …``); ``kinds``: its kind by the node type in field ``type``
     (Go's ``type X struct``), another type giving ``kind``; ``upper``: only a name in capitals
     at file or type level (a constant by convention); ``owner``: a field naming the type the
-    symbol belongs to (Go's method receiver); ``body``: the field holding its body (in the
+    symbol belongs to (Go's method receiver); ``inside``: only where its parent's parent is
+    one of these (an object literal's function is a method of a declared object, not of an
+    argument); ``body``: the field holding its body (in the
     value's node when ``value`` is set); ``needs_body``: without one it is only a mention
     (C's ``struct s *p;``)."""
 
@@ -57,6 +60,7 @@ class Definition:
     kinds: Mapping[str, str] = field(default_factory=dict)
     upper: bool = False
     owner: str | None = None
+    inside: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,15 @@ class Grammar:
     bases: Mapping[str, str] = field(default_factory=dict)
     base_fields: Mapping[str, str] = field(default_factory=dict)
     comments: frozenset[str] = frozenset({"comment"})
+    bodies: frozenset[str] = frozenset()
+    anonymous: frozenset[str] = frozenset()
     docstrings: bool = False
+
+    @cached_property
+    def read(self) -> frozenset[str]:
+        """Every node type the table names: the others are only walked through."""
+        return frozenset({*self.definitions, *self.scopes, *self.calls, *self.imports,
+                          *self.bases, *self.anonymous})
 
     @property
     def language(self) -> Language:
@@ -102,7 +114,10 @@ _JS_DEFINITIONS = {
     "variable_declarator": (Definition(FUNCTION, value="value"),
                             Definition(CONSTANT, upper=True)),
     "assignment_expression": Definition(FUNCTION, name="left", value="right"),
-    "pair": Definition(METHOD, name="key", value="value"),
+    "pair": Definition(METHOD, name="key", value="value", inside=frozenset({
+        "variable_declarator", "assignment_expression"})),
+    # a named function written as a value (a callback, a getter): as ctags reads it
+    "function_expression": _FUNCTION, "generator_function": _FUNCTION,
     "field_definition": Definition(METHOD, name="property", value="value"),
 }
 _JS = Grammar(
@@ -116,7 +131,8 @@ _JS = Grammar(
 _TS = replace(
     _JS, name="typescript", module="tree_sitter_typescript", function="language_typescript",
     definitions={
-        **_JS_DEFINITIONS, "public_field_definition": Definition(METHOD, value="value"),
+        **{kind: spec for kind, spec in _JS_DEFINITIONS.items() if kind != "field_definition"},
+        "public_field_definition": Definition(METHOD, value="value"),
         "abstract_class_declaration": _CLASS,
         "interface_declaration": Definition(INTERFACE), "enum_declaration": Definition(ENUM),
         "type_alias_declaration": Definition(TYPE), "internal_module": Definition(MODULE),
@@ -127,9 +143,15 @@ _TS = replace(
     wrappers=_JS.wrappers | {"ambient_declaration"})
 _C_FUNCTION = Definition(FUNCTION, name="declarator")
 _C_DEFINITIONS = {
-    "function_definition": _C_FUNCTION, "struct_specifier": Definition(STRUCT),
-    "union_specifier": Definition(STRUCT), "enum_specifier": Definition(ENUM),
+    "function_definition": _C_FUNCTION, "struct_specifier": Definition(STRUCT, needs_body=True),
+    "union_specifier": Definition(STRUCT, needs_body=True),
+    "enum_specifier": Definition(ENUM, needs_body=True),
     "type_definition": Definition(TYPE, name="declarator"),
+}
+_JAVA_LIKE = {  # the same node types in Java and C#
+    "class_declaration": _CLASS, "record_declaration": _CLASS,
+    "interface_declaration": Definition(INTERFACE), "enum_declaration": Definition(ENUM),
+    "method_declaration": _METHOD, "constructor_declaration": _METHOD,
 }
 _C = Grammar("c", "tree_sitter_c", definitions=_C_DEFINITIONS,
              calls={"call_expression": "function"}, imports={"preproc_include": "path"})
@@ -138,7 +160,8 @@ GRAMMARS: tuple[Grammar, ...] = (
     Grammar(
         "python", "tree_sitter_python",
         definitions={"function_definition": _FUNCTION, "class_definition": _CLASS,
-                     "assignment": Definition(CONSTANT, name="left", upper=True)},
+                     "assignment": (Definition(FUNCTION, name="left", value="right"),
+                                    Definition(CONSTANT, name="left", upper=True))},
         calls={"call": "function"},
         imports={"import_statement": "python", "import_from_statement": "python"},
         wrappers=frozenset({"decorated_definition", "expression_statement"}),
@@ -155,12 +178,10 @@ GRAMMARS: tuple[Grammar, ...] = (
         wrappers=frozenset({"type_declaration", "const_declaration"})),
     Grammar(
         "java", "tree_sitter_java",
-        definitions={"class_declaration": _CLASS, "record_declaration": _CLASS,
-                     "interface_declaration": Definition(INTERFACE),
-                     "annotation_type_declaration": Definition(INTERFACE),
-                     "enum_declaration": Definition(ENUM), "method_declaration": _METHOD,
-                     "constructor_declaration": _METHOD},
+        definitions={**_JAVA_LIKE, "annotation_type_declaration": Definition(INTERFACE),
+                     "annotation_type_element_declaration": _METHOD},
         calls={"method_invocation": "", "object_creation_expression": "type"},
+        anonymous=frozenset({"object_creation_expression"}),
         imports={"import_declaration": "dotted"},
         bases={"superclass": EXTENDS, "super_interfaces": IMPLEMENTS,
                "extends_interfaces": EXTENDS},
@@ -180,17 +201,13 @@ GRAMMARS: tuple[Grammar, ...] = (
         comments=frozenset({"line_comment", "block_comment"})),
     _C,
     replace(_C, name="cpp", module="tree_sitter_cpp", definitions={
-        **_C_DEFINITIONS, "class_specifier": _CLASS,
+        **_C_DEFINITIONS, "class_specifier": Definition(CLASS, needs_body=True),
         "namespace_definition": Definition(MODULE)},
         wrappers=frozenset({"template_declaration"}),
         bases={"base_class_clause": EXTENDS}),
     Grammar(
         "csharp", "tree_sitter_c_sharp",
-        definitions={"class_declaration": _CLASS, "record_declaration": _CLASS,
-                     "struct_declaration": Definition(STRUCT),
-                     "interface_declaration": Definition(INTERFACE),
-                     "enum_declaration": Definition(ENUM), "method_declaration": _METHOD,
-                     "constructor_declaration": _METHOD,
+        definitions={**_JAVA_LIKE, "struct_declaration": Definition(STRUCT),
                      "namespace_declaration": Definition(MODULE),
                      "file_scoped_namespace_declaration": Definition(MODULE)},
         calls={"invocation_expression": "function", "object_creation_expression": "type"},
@@ -201,6 +218,7 @@ GRAMMARS: tuple[Grammar, ...] = (
                      "function_declaration": _FUNCTION},
         calls={"call_expression": ""}, imports={"import": "written"},
         bases={"delegation_specifiers": EXTENDS},
+        bodies=frozenset({"class_body", "function_body", "enum_class_body"}),
         comments=frozenset({"line_comment", "block_comment"})),
     Grammar(
         "ruby", "tree_sitter_ruby",
