@@ -93,6 +93,7 @@ def test_extends_and_implements_resolve_same_file_imported_elsewhere_or_stay_unr
         ref("views.py", "extends", "Audited", scope="View", line=3),
         ref("loose.py", "extends", "Base", line=2),  # no scope: the type holding the line
         ref("loose.py", "extends", "Exception", scope="Failure", line=9),
+        ref("loose.py", "extends", "metaclass=ABCMeta", scope="Failure", line=9),
         ref("svc.ts", "import", "'./repo'", "Repo", line=1),
         ref("svc.ts", "implements", "Repo<User>", scope="UserService", line=2)])
     extends = edges(graph, "EXTENDS")

@@ -38,7 +38,7 @@ from jarvis_core.sources.repo.code.model import (
 )
 
 HIGH, MEDIUM, AMBIGUOUS = "high", "medium", "ambiguous"
-MAX_CANDIDATES = 20  # an ambiguous name lists at most this many candidates (the first by key)
+MAX_CANDIDATES = 10  # an ambiguous name lists at most this many candidates (the first by key)
 Resolution = tuple[tuple[str, ...], str | None]  # symbol keys, HIGH / MEDIUM / AMBIGUOUS
 NOTHING: Resolution = ((), None)
 
