@@ -13,6 +13,7 @@ from jarvis_core.sources.kind import IngestRun
 from jarvis_core.sources.plan import utc_now
 from jarvis_core.sources.repo.code import modifies
 from jarvis_core.sources.repo.code.graph import CodeRows
+from jarvis_core.sources.repo.code.ingest import code_settings_id
 from jarvis_core.sources.repo.code.model import symbol_key
 from jarvis_core.sources.repo.code.parse import parse_file
 from jarvis_core.sources.repo.graph import EXTRACTOR, commit_key, extract_repo_graph
@@ -78,9 +79,13 @@ def edit(repo: Repo, message: str, *replacements: tuple[str, str]) -> str:
     return repo.commit(message, {"src/service.py": text})
 
 
-def store_head_symbols(conn, repo: Repo, leave_out: str = "") -> None:
+def store_head_symbols(conn, repo: Repo, leave_out: str = "", parser: str = "") -> None:
     """The code tables as the code layer leaves them: the head's ``src/service.py`` parsed
-    (without the symbol ``leave_out``)."""
+    (without the symbol ``leave_out``), by the parser in use unless ``parser`` names
+    another."""
+    settings = parser or code_settings_id(RepoConfig(path=repo.path))
+    tables.replace_rows(conn, registry.table("code_state"), source="lumen", remove_paths=None,
+                        rows=[{"source": "lumen", "settings": settings}])
     blob = repo.git("rev-parse", "HEAD:src/service.py")
     parsed = parse_file("src/service.py", (repo.path / "src/service.py").read_bytes())
     symbols = [symbol for symbol in parsed.symbols if symbol.symbol_id != leave_out]
@@ -156,14 +161,20 @@ def test_a_force_push_drops_its_commits_rows_and_a_removed_source_all_rows(conn,
     assert conn.execute("SELECT count(*) FROM commit_symbols").fetchone() == (0,)
 
 
-def test_symbols_of_a_blob_at_the_head_are_read_from_the_code_tables(conn, repo, monkeypatch):
+def test_symbols_of_a_blob_at_the_head_are_read_from_the_code_tables_of_the_same_parser(
+        conn, repo, monkeypatch):
     head = edit(repo, "Load: utf-8", ("open(path)", "open(path, encoding='utf-8')"))
-    store_head_symbols(conn, repo)
+    store_head_symbols(conn, repo, parser="an older parser")
     read = []
     monkeypatch.setattr(modifies, "parse_file",
                         lambda path, data, limits: read.append(data) or parse_file(path, data,
                                                                                    limits))
     ingested(conn, repo)
+    assert sorted(read) == sorted([SERVICE.encode(), (repo.path / "src/service.py").read_bytes()])
+
+    read.clear()
+    store_head_symbols(conn, repo)
+    ingested(conn, repo, history_commits=10)  # other settings: the newest mapped again
     assert read == [SERVICE.encode()]  # the first commit's blob only
     assert modified(conn, head) == {("src/service.py", "load"): (5, 5, 1, 1)}
 
