@@ -56,10 +56,9 @@ class _Spans:
 
     def holder(self, first: int, last: int) -> Span | None:
         """The innermost span holding lines ``first`` to ``last``."""
-        at = bisect.bisect_right(self.starts, first)
-        for span in reversed(self.spans[:at]):
-            if span.end_line >= last:
-                return span
+        for at in range(bisect.bisect_right(self.starts, first) - 1, -1, -1):
+            if self.spans[at].end_line >= last:
+                return self.spans[at]
         return None
 
 
