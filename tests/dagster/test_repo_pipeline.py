@@ -118,6 +118,7 @@ def test_first_refresh_ingests_commits_files_and_persons(history):
     assert (dedupe, "PARENT", first) in state["edges"]
     assert (dedupe, "MODIFIES", "file:lumen/src/ingest.py") in state["edges"]
     assert (gust, "MODIFIES", "file:lumen/src/rules.py") in state["edges"]
+    assert (dedupe, "MODIFIES", "symbol:lumen/src/ingest.py::dedupe") in state["edges"]
     assert state["store_edges"] >= state["edges"] and state["dangling"] == 0
     assert state["store_documents"] == {first, dedupe, gust, "repo_doc:lumen/README.md"}
     assert state["vector_ids"] == state["chunk_ids"]
@@ -161,6 +162,10 @@ def test_a_force_push_removes_the_rewritten_commit_everywhere(history):
     assert f"commit:lumen/{gone}" not in after["nodes"]
     assert f"commit:lumen/{gone}" not in after["store_documents"]
     assert not any(f"commit:lumen/{gone}" in (src, dst) for src, _, dst in after["edges"])
+    frost = "symbol:lumen/src/rules.py::FROST"
+    assert (f"commit:lumen/{gone}", "MODIFIES", frost) in before["store_edges"]
+    assert (f"commit:lumen/{kept}", "MODIFIES", frost) in after["store_edges"]
+    assert after["dangling"] == 0
     assert after["vector_ids"] == after["chunk_ids"]
     assert before["vector_ids"] - after["vector_ids"]  # the old commit's vectors went
     [best, *_] = run["search"]

@@ -3,6 +3,7 @@ per language read through its real tree-sitter grammar, the elided text, each ki
 input skipped or partial with its reason, and the agreement with Universal Ctags on a tiny
 repository."""
 
+import json
 import shutil
 import subprocess
 import time
@@ -51,7 +52,8 @@ PYTHON = dedent('''\
         pass
     ''')
 
-# One source per language: (path, source, {qualified name: kind}, a leading comment's doc).
+# One source per language: (path, source, {qualified name: kind}, (a symbol, its leading
+# comment, its signature)).
 SOURCES = {
     "javascript": ("app.js", '''\
         const express = require('express');
@@ -70,7 +72,7 @@ SOURCES = {
         app.use = function use(fn) { return this; };
         ''', {"MAX_RETRIES": "constant", "createApplication": "function", "Router": "class",
               "Router.handle": "method", "route": "function", "app.use": "function"},
-        ("createApplication", "Creates an application.")),
+        ("createApplication", "Creates an application.", "function createApplication(options)")),
     "typescript": ("request.ts", '''\
         /** A request's options. */
         export interface RequestOptions extends Options { send(body: string): void; }
@@ -84,7 +86,8 @@ SOURCES = {
         ''', {"RequestOptions": "interface", "RequestOptions.send": "method", "Method": "enum",
               "Hook": "type", "Request": "class", "Request.handler": "method",
               "Request.retry": "method", "Internal": "module", "Internal.helper": "function"},
-        ("RequestOptions", "A request's options.")),
+        ("RequestOptions", "A request's options.",
+         "export interface RequestOptions extends Options")),
     "go": ("engine.go", '''\
         package gin
 
@@ -114,7 +117,7 @@ SOURCES = {
         }
         ''', {"MaxSize": "constant", "Engine": "struct", "Handler": "interface",
               "HandlerFunc": "type", "New": "function", "Engine.ServeHTTP": "method"},
-        ("Engine", "Engine is the framework's instance.")),
+        ("Engine", "Engine is the framework's instance.", "type Engine struct")),
     "java": ("UserService.java", '''\
         package com.example;
         import java.util.List;
@@ -132,7 +135,8 @@ SOURCES = {
         ''', {"UserService": "class", "UserService.UserService": "method",
               "UserService.createUser": "method", "UserService.Listener": "interface",
               "UserService.Listener.onCreate": "method", "UserService.Role": "enum"},
-        ("UserService", "Creates users.")),
+        ("UserService", "Creates users.",
+         "@Service\npublic class UserService extends BaseService implements Creator")),
     "rust": ("store.rs", '''\
         use std::collections::HashMap;
         /// A key-value store.
@@ -148,7 +152,7 @@ SOURCES = {
         ''', {"Store": "struct", "Backend": "trait", "Backend.get": "method",
               "Store.get": "method", "Kind": "enum", "LIMIT": "constant", "tests": "module",
               "tests.helper": "function"},
-        ("Store", "A key-value store.")),
+        ("Store", "A key-value store.", "pub struct Store")),
     "c": ("point.c", '''\
         #include <stdio.h>
         /* A point. */
@@ -158,7 +162,7 @@ SOURCES = {
         {
             return abs(a->x);
         }
-        ''', {"point": "struct", "distance": "function"}, ("point", "A point.")),
+        ''', {"point": "struct", "distance": "function"}, ("point", "A point.", "struct point")),
     "cpp": ("shape.cpp", '''\
         namespace geo {
         // A shape.
@@ -168,7 +172,8 @@ SOURCES = {
         double Shape::area() const { return std::sqrt(2.0); }
         }
         ''', {"geo": "module", "geo.Shape": "class", "geo.Shape.sides": "method",
-              "geo.Shape.area": "function"}, ("geo.Shape", "A shape.")),
+              "geo.Shape.area": "function"},
+        ("geo.Shape", "A shape.", "class Shape : public Base")),
     "csharp": ("Orders.cs", '''\
         using System.Collections.Generic;
         namespace Shop.Orders
@@ -183,11 +188,12 @@ SOURCES = {
         }
         ''', {"Shop.Orders": "module", "Shop.Orders.OrderService": "class",
               "Shop.Orders.OrderService.Place": "method", "Shop.Orders.IOrders": "interface",
-              "Shop.Orders.Money": "struct"}, ("Shop.Orders.OrderService", "Places orders.")),
+              "Shop.Orders.Money": "struct"}, ("Shop.Orders.OrderService", "Places orders.",
+                                           "public class OrderService : ServiceBase")),
     "kotlin": ("Orders.kt", '''\
         import kotlin.math.max
-        /** Places orders. */
         class OrderService(val repo: Repo) : ServiceBase() {
+            /** Places an order. */
             fun place(cart: Cart): Order { return repo.save(Order(cart)) }
         }
         object Registry {
@@ -196,7 +202,7 @@ SOURCES = {
         fun topLevel() = println("x")
         ''', {"OrderService": "class", "OrderService.place": "method", "Registry": "class",
               "Registry.lookup": "method", "topLevel": "function"},
-        ("OrderService", "Places orders.")),
+        ("OrderService.place", "Places an order.", "fun place(cart: Cart): Order")),
     "ruby": ("orders.rb", '''\
         require 'json'
         module Shop
@@ -211,7 +217,7 @@ SOURCES = {
         end
         ''', {"Shop": "module", "Shop.OrderService": "class",
               "Shop.OrderService.place": "method", "Shop.OrderService.build": "method"},
-        ("Shop.OrderService", "Places orders.")),
+        ("Shop.OrderService", "Places orders.", "class OrderService < ServiceBase")),
     "php": ("Orders.php", '''\
         <?php
         use Shop\\Repo\\OrderRepository;
@@ -224,7 +230,8 @@ SOURCES = {
         trait Logs { }
         function helper($x) { return strlen($x); }
         ''', {"OrderService": "class", "OrderService.place": "method", "OrderApi": "interface",
-              "Logs": "trait", "helper": "function"}, ("OrderService", "Places orders.")),
+              "Logs": "trait", "helper": "function"}, ("OrderService", "Places orders.",
+                              "class OrderService extends ServiceBase implements OrderApi")),
 }
 
 
@@ -291,13 +298,14 @@ def test_python_references_are_calls_imports_and_base_classes_in_their_scope():
 
 
 @pytest.mark.parametrize("language", sorted(SOURCES))
-def test_each_language_reads_its_symbols_and_leading_comment(language):
-    path, source, kinds, (documented, doc) = SOURCES[language]
+def test_each_language_reads_its_symbols_leading_comment_and_signature(language):
+    path, source, kinds, (documented, doc, signature) = SOURCES[language]
     parsed = _parse(path, dedent(source))
     assert (parsed.status, parsed.reason) == (PARSED, None)
     found = {symbol.qualified_name: symbol.kind for symbol in parsed.symbols}
     assert found == kinds
-    assert next(s.doc for s in parsed.symbols if s.qualified_name == documented) == doc
+    symbol = next(s for s in parsed.symbols if s.qualified_name == documented)
+    assert (symbol.doc, symbol.signature) == (doc, signature)
 
 
 @pytest.mark.parametrize(("language", "expected"), [
@@ -335,6 +343,13 @@ def test_go_methods_are_qualified_by_their_receiver_and_scope_their_calls():
         parsed.references
 
 
+def test_a_comment_ending_a_line_of_code_is_not_the_next_definitions_doc():
+    parsed = _parse("app.js", "const size = 65536; // 64 KB\nfunction after() {}\n"
+                              "// Sends.\nfunction send() {}\n")
+    assert [(symbol.name, symbol.doc) for symbol in parsed.symbols] == [
+        ("after", ""), ("send", "Sends.")]
+
+
 def test_a_file_in_no_language_read_here_is_none():
     assert parse_file("README.md", b"# Title\n") is None
 
@@ -369,7 +384,10 @@ def test_binary_files_and_nul_bytes_are_skipped():
 
 def test_generated_and_vendored_files_are_skipped():
     generated = "// Code generated by protoc-gen-go. DO NOT EDIT.\npackage pb\n"
-    assert _parse("api.pb.go", generated).reason == "generated (marked 'DO NOT EDIT')"
+    assert _parse("api.pb.go", generated).reason == \
+        "generated (marked 'Code generated by protoc-gen-go. DO NOT EDIT')"
+    assert _parse("tool.py", '# Skips what says "DO NOT EDIT" and "@generated".\n').status \
+        == PARSED  # only a comment that is the marker marks the file
     assert _parse("schema.py", "# @generated by tool\nX = 1\n").reason == \
         "generated (marked '@generated')"
     assert _parse("vendor/github.com/x/y.go", "package y\n").reason == \
@@ -419,10 +437,12 @@ def test_a_call_on_a_long_expression_keeps_a_bounded_qualifier():
     assert reading.qualifier(b"self.items.") == "self.items"
 
 
-def test_definitions_agree_with_universal_ctags_on_a_tiny_repository(tmp_path):
+def test_bench_code_prints_the_agreement_with_universal_ctags_on_a_tiny_repository(tmp_path):
     if shutil.which("ctags") is None:
         pytest.skip("Universal Ctags (Debian package universal-ctags) is not installed")
-    from jarvis_bench.code import run_code_benchmark
+    from click.testing import CliRunner
+
+    from jarvis_cli.main import cli
 
     (tmp_path / "service.py").write_text(PYTHON)
     path, source, _kinds, _doc = SOURCES["go"]
@@ -432,7 +452,9 @@ def test_definitions_agree_with_universal_ctags_on_a_tiny_repository(tmp_path):
     for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t",
                                                  "commit", "-qm", "tiny"]):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True)
-    result = run_code_benchmark(tmp_path)
+    shown = CliRunner().invoke(cli, ["bench", "code", str(tmp_path), "--json"])
+    assert shown.exit_code == 0, shown.output
+    result = json.loads(shown.stdout)
     agreement = result["ctags"]
     assert agreement["languages"]["python"] == {
         "ctags_definitions": 6, "jarvis_definitions": 6, "matched": 6, "recall": 1.0,
@@ -441,3 +463,5 @@ def test_definitions_agree_with_universal_ctags_on_a_tiny_repository(tmp_path):
     assert (agreement["recall"], agreement["precision"]) == (1.0, 1.0)
     assert result["parse"]["skipped"] == {"excluded as vendored or built": 1}
     assert result["parse"]["files"] == 3 and result["parse"]["files_per_s"] > 0
+    table = CliRunner().invoke(cli, ["bench", "code", str(tmp_path)])
+    assert "python" in table.stdout and "files/s" in table.stdout

@@ -7,16 +7,18 @@ from __future__ import annotations
 import re
 import textwrap
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
 from jarvis_core.sources.repo.code import references
 from jarvis_core.sources.repo.code.languages import FUNCTION_VALUES, Definition, Grammar
 from jarvis_core.sources.repo.code.model import (
+    CALL,
     CLASS,
     ENUM,
     FUNCTION,
+    IMPORT,
     INTERFACE,
     METHOD,
     STRUCT,
@@ -34,11 +36,13 @@ _TIME_CHECK_EVERY = 1024  # nodes between two looks at the clock
 @dataclass(frozen=True)
 class _Scope:
     """Where the walk is: the enclosing symbol (its index), the prefix qualifying names
-    inside it, and whether a function here is a method."""
+    inside it, whether a function here is a method, and whether definitions here have no
+    name to be reached by."""
 
     symbol: int | None = None
     prefix: str = ""
     typed: bool = False
+    anonymous: bool = False  # inside an anonymous class: no symbols
 
 
 @dataclass
@@ -61,6 +65,7 @@ class FileReader:
         self.grammar, self.data = grammar, data
         self.max_depth, self.deadline = max_depth, deadline
         self.found: list[_Found] = []
+        self.values: set[int] = set()  # function nodes read as a definition's value
         self.references: list[tuple[str, str, str | None, int | None | str, int]] = []
         self.truncated: str | None = None
 
@@ -79,15 +84,19 @@ class FileReader:
             if seen % _TIME_CHECK_EVERY == 0 and time.monotonic() > self.deadline:
                 self.truncated = "the time budget ran out before the end of the file"
                 break
-            inner = self._visit(node, scope)
-            stack.extend((child, inner, depth + 1) for child in reversed(node.named_children))
-        return self._symbols(), self._references()
+            inner = self._visit(node, scope) if node.type in self.grammar.read else scope
+            if node.named_child_count:
+                stack.extend((child, inner, depth + 1) for child in reversed(node.named_children))
+        ids = _symbol_ids(self.found)
+        return self._symbols(ids), self._references(ids)
 
     def _visit(self, node: Node, scope: _Scope) -> _Scope:
         """Record what ``node`` defines or references; the scope its children are in."""
         grammar, kind = self.grammar, node.type
         inner = scope
-        if kind in grammar.definitions:
+        if kind in grammar.anonymous:
+            inner = replace(scope, anonymous=True)
+        elif kind in grammar.definitions and not scope.anonymous:
             inner = self._define(node, grammar.definitions[kind], scope) or scope
         elif kind in grammar.scopes:
             owner = _type_name(node.child_by_field_name(grammar.scopes[kind]))
@@ -104,7 +113,7 @@ class FileReader:
             self._call(node, grammar.calls[kind], scope)
         if kind in grammar.imports:
             for name, qualifier in references.imports(grammar.imports[kind], node, self.text):
-                self._refer("import", name, qualifier, scope, node)
+                self._refer(IMPORT, name, qualifier, scope, node)
         return inner
 
     def _define(self, node: Node, specs: Definition | tuple[Definition, ...],
@@ -118,11 +127,18 @@ class FileReader:
         return None
 
     def _definition(self, node: Node, spec: Definition, scope: _Scope) -> _Found | None:
+        if node.id in self.values:  # the function value of a definition already made
+            return None
         value = node.child_by_field_name(spec.value) if spec.value else None
         if spec.value and (value is None or value.type not in FUNCTION_VALUES):
             return None
-        body = (value or node).child_by_field_name(spec.body) or next(
-            (child for child in node.named_children if child.type in self.grammar.bodies), None)
+        if spec.inside is not None and (node.parent is None or node.parent.parent is None
+                                        or node.parent.parent.type not in spec.inside):
+            return None
+        body = (value or node).child_by_field_name(spec.body)
+        if body is None and self.grammar.bodies:
+            body = next((child for child in node.named_children
+                         if child.type in self.grammar.bodies), None)
         if spec.needs_body and body is None:
             return None
         named = node.child_by_field_name(spec.name)
@@ -145,6 +161,8 @@ class FileReader:
             kind = spec.kinds.get(getattr(node.child_by_field_name("type"), "type", ""), kind)
         if kind == FUNCTION and scope.typed and not owners:
             kind = METHOD
+        if value is not None:
+            self.values.add(value.id)
         return _Found(node, self._outer(node), body, kind, name,
                       scope.prefix + "".join(f"{part}." for part in owners) + name,
                       name_node.start_point.row + 1, scope.symbol)
@@ -169,47 +187,51 @@ class FileReader:
         if name in self.grammar.import_calls and qualifier is None:
             module = references.string_argument(node, self.text)
             if module:
-                self._refer("import", module, None, scope, node)
+                self._refer(IMPORT, module, None, scope, node)
                 return
-        self._refer("call", name, qualifier, scope, node)
+        self._refer(CALL, name, qualifier, scope, node)
 
     def _refer(self, kind: str, name: str, qualifier: str | None, scope: _Scope,
                node: Node) -> None:
         where = scope.symbol if scope.symbol is not None else scope.prefix.rstrip(".") or None
         self.references.append((kind, name, qualifier, where, node.start_point.row + 1))
 
-    def _symbols(self) -> list[Symbol]:
-        self.ids = _symbol_ids(self.found)
+    def _symbols(self, ids: list[str]) -> list[Symbol]:
         children: dict[int, list[_Found]] = {}
         for found in self.found:
             if found.parent is not None:
                 children.setdefault(found.parent, []).append(found)
         return [Symbol(
-            symbol_id=self.ids[index], kind=found.kind, name=found.name,
+            symbol_id=ids[index], kind=found.kind, name=found.name,
             qualified_name=found.qualified_name, signature=self._signature(found),
             doc=self._doc(found), start_line=found.name_line,
             end_line=found.node.end_point.row + 1,
-            parent=None if found.parent is None else self.ids[found.parent],
+            parent=None if found.parent is None else ids[found.parent],
             text=self._elided(found, children.get(index, [])),
         ) for index, found in enumerate(self.found)]
 
-    def _references(self) -> list[CodeReference]:
+    def _references(self, ids: list[str]) -> list[CodeReference]:
         return [CodeReference(kind, name, qualifier,
-                              self.ids[where] if isinstance(where, int) else where, line)
+                              ids[where] if isinstance(where, int) else where, line)
                 for kind, name, qualifier, where, line in self.references]
 
     def _signature(self, found: _Found) -> str:
-        node, body = found.node, found.body
-        if body is not None and body.parent == node:  # up to the body, comments left out
+        """From the keyword that declares it on its line (``export``, Go's ``type``, not a
+        decorator above) to its body, comments left out; without a body, its first line."""
+        node, body, outer = found.node, found.body, found.outer
+        start = outer.start_byte if outer.start_point.row == node.start_point.row \
+            else node.start_byte
+        if body is not None and body.parent == node:
             end = max((child.end_byte for child in node.children
                        if child.end_byte <= body.start_byte
                        and child.type not in self.grammar.comments), default=body.start_byte)
-            head = self.data[node.start_byte:end]
         elif body is not None:
-            head = self.data[node.start_byte:body.start_byte]
+            end = body.start_byte
         else:
-            head = self.data[node.start_byte:node.end_byte].split(b"\n", 1)[0]
-        return head.decode("utf-8", "replace").rstrip()[:_MAX_SIGNATURE]
+            end = self.data.find(b"\n", start, node.end_byte)
+            end = node.end_byte if end < 0 else end
+        head = self.data[start:end].decode("utf-8", "replace").rstrip()
+        return head.removesuffix("{").rstrip()[:_MAX_SIGNATURE]
 
     def _doc(self, found: _Found) -> str:
         if self.grammar.docstrings and found.body is not None:
