@@ -202,12 +202,17 @@ SOURCES = {
         class OrderService(val repo: Repo) : ServiceBase() {
             /** Places an order. */
             fun place(cart: Cart): Order { return repo.save(Order(cart)) }
+            companion object {
+                fun create() = OrderService(Repo())
+            }
         }
         object Registry {
             fun lookup(name: String) = names.get(name)
         }
         fun topLevel() = println("x")
-        ''', {"OrderService": "class", "OrderService.place": "method", "Registry": "class",
+        ''', {"OrderService": "class", "OrderService.place": "method",
+              "OrderService.Companion": "class", "OrderService.Companion.create": "method",
+              "Registry": "class",
               "Registry.lookup": "method", "topLevel": "function"},
         ("OrderService.place", "Places an order.", "fun place(cart: Cart): Order")),
     "ruby": ("orders.rb", '''\
@@ -220,10 +225,15 @@ SOURCES = {
             end
             def self.build
             end
+            def <=>(other)
+            end
+            def status=(value)
+            end
           end
         end
         ''', {"Shop": "module", "Shop.OrderService": "class",
-              "Shop.OrderService.place": "method", "Shop.OrderService.build": "method"},
+              "Shop.OrderService.place": "method", "Shop.OrderService.build": "method",
+              "Shop.OrderService.<=>": "method", "Shop.OrderService.status=": "method"},
         ("Shop.OrderService", "Places orders.", "class OrderService < ServiceBase")),
     "php": ("Orders.php", '''\
         <?php
@@ -355,6 +365,13 @@ def test_a_comment_ending_a_line_of_code_is_not_the_next_definitions_doc():
                               "// Sends.\nfunction send() {}\n")
     assert [(symbol.name, symbol.doc) for symbol in parsed.symbols] == [
         ("after", ""), ("send", "Sends.")]
+
+
+def test_a_header_is_read_as_cpp_which_reads_c_too():
+    parsed = parse_file("include/shape.h", b"struct point { int x; };\n"
+                                           b"namespace geo { class Shape { }; }\n")
+    assert parsed.language == "cpp"
+    assert [symbol.qualified_name for symbol in parsed.symbols] == ["point", "geo", "geo.Shape"]
 
 
 def test_a_file_in_no_language_read_here_is_none():
