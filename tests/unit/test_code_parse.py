@@ -50,6 +50,8 @@ PYTHON = dedent('''\
 
     def helper(a):
         pass
+
+    square = lambda x: x * x
     ''')
 
 # One source per language: (path, source, {qualified name: kind}, (a symbol, its leading
@@ -70,8 +72,11 @@ SOURCES = {
         }
         const route = (path) => new Route(path);
         app.use = function use(fn) { return this; };
+        router.get('/', function home(req) { res.format({ html: function () {} }); });
+        module.exports = { listen: function (port) {} };
         ''', {"MAX_RETRIES": "constant", "createApplication": "function", "Router": "class",
-              "Router.handle": "method", "route": "function", "app.use": "function"},
+              "Router.handle": "method", "route": "function", "app.use": "function",
+              "home": "function", "listen": "method"},
         ("createApplication", "Creates an application.", "function createApplication(options)")),
     "typescript": ("request.ts", '''\
         /** A request's options. */
@@ -126,7 +131,9 @@ SOURCES = {
          */
         @Service
         public class UserService extends BaseService implements Creator {
-            public UserService(Repo repo) { this.repo = repo; }
+            public UserService(Repo repo) {
+                this.hook = new Runnable() { public void run() { repo.close(); } };
+            }
             @Override
             public User createUser(String name) { return repo.save(new User(name)); }
             interface Listener { void onCreate(User user); }
@@ -195,12 +202,17 @@ SOURCES = {
         class OrderService(val repo: Repo) : ServiceBase() {
             /** Places an order. */
             fun place(cart: Cart): Order { return repo.save(Order(cart)) }
+            companion object {
+                fun create() = OrderService(Repo())
+            }
         }
         object Registry {
             fun lookup(name: String) = names.get(name)
         }
         fun topLevel() = println("x")
-        ''', {"OrderService": "class", "OrderService.place": "method", "Registry": "class",
+        ''', {"OrderService": "class", "OrderService.place": "method",
+              "OrderService.Companion": "class", "OrderService.Companion.create": "method",
+              "Registry": "class",
               "Registry.lookup": "method", "topLevel": "function"},
         ("OrderService.place", "Places an order.", "fun place(cart: Cart): Order")),
     "ruby": ("orders.rb", '''\
@@ -213,10 +225,15 @@ SOURCES = {
             end
             def self.build
             end
+            def <=>(other)
+            end
+            def status=(value)
+            end
           end
         end
         ''', {"Shop": "module", "Shop.OrderService": "class",
-              "Shop.OrderService.place": "method", "Shop.OrderService.build": "method"},
+              "Shop.OrderService.place": "method", "Shop.OrderService.build": "method",
+              "Shop.OrderService.<=>": "method", "Shop.OrderService.status=": "method"},
         ("Shop.OrderService", "Places orders.", "class OrderService < ServiceBase")),
     "php": ("Orders.php", '''\
         <?php
@@ -246,7 +263,7 @@ def test_python_symbols_have_kind_qualified_name_span_signature_and_doc():
     assert {key: symbol.kind for key, symbol in by_id.items()} == {
         "MAX_SIZE": "constant", "UserService": "class", "UserService.name": "method",
         "UserService.create_user": "method", "UserService.create_user.check": "function",
-        "helper@25": "function", "helper@30": "function"}
+        "helper@25": "function", "helper@30": "function", "square": "function"}
     service, name, check = by_id["UserService"], by_id["UserService.name"], \
         by_id["UserService.create_user.check"]
     assert (service.start_line, service.end_line, service.parent) == (10, 22, None)
@@ -348,6 +365,13 @@ def test_a_comment_ending_a_line_of_code_is_not_the_next_definitions_doc():
                               "// Sends.\nfunction send() {}\n")
     assert [(symbol.name, symbol.doc) for symbol in parsed.symbols] == [
         ("after", ""), ("send", "Sends.")]
+
+
+def test_a_header_is_read_as_cpp_which_reads_c_too():
+    parsed = parse_file("include/shape.h", b"struct point { int x; };\n"
+                                           b"namespace geo { class Shape { }; }\n")
+    assert parsed.language == "cpp"
+    assert [symbol.qualified_name for symbol in parsed.symbols] == ["point", "geo", "geo.Shape"]
 
 
 def test_a_file_in_no_language_read_here_is_none():
@@ -457,7 +481,7 @@ def test_bench_code_prints_the_agreement_with_universal_ctags_on_a_tiny_reposito
     result = json.loads(shown.stdout)
     agreement = result["ctags"]
     assert agreement["languages"]["python"] == {
-        "ctags_definitions": 6, "jarvis_definitions": 6, "matched": 6, "recall": 1.0,
+        "ctags_definitions": 7, "jarvis_definitions": 7, "matched": 7, "recall": 1.0,
         "precision": 1.0}
     assert agreement["languages"]["go"]["recall"] == 1.0
     assert (agreement["recall"], agreement["precision"]) == (1.0, 1.0)

@@ -48,7 +48,8 @@ class Definition:
     at file or type level (a constant by convention); ``owner``: a field naming the type the
     symbol belongs to (Go's method receiver); ``inside``: only where its parent's parent is
     one of these (an object literal's function is a method of a declared object, not of an
-    argument); ``body``: the field holding its body (in the
+    argument); ``unnamed``: its name when none is written (Kotlin's companion object);
+    ``body``: the field holding its body (in the
     value's node when ``value`` is set); ``needs_body``: without one it is only a mention
     (C's ``struct s *p;``)."""
 
@@ -61,6 +62,7 @@ class Definition:
     upper: bool = False
     owner: str | None = None
     inside: frozenset[str] | None = None
+    unnamed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,7 @@ GRAMMARS: tuple[Grammar, ...] = (
     Grammar(
         "kotlin", "tree_sitter_kotlin",
         definitions={"class_declaration": _CLASS, "object_declaration": _CLASS,
+                     "companion_object": Definition(CLASS, unnamed="Companion"),
                      "function_declaration": _FUNCTION},
         calls={"call_expression": ""}, imports={"import": "written"},
         bases={"delegation_specifiers": EXTENDS},
@@ -243,7 +246,7 @@ EXTENSIONS: Mapping[str, str] = {
     ".py": "python", ".pyi": "python",
     ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
     ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".java": "java", ".rs": "rust", ".c": "c", ".h": "c",
+    ".go": "go", ".java": "java", ".rs": "rust", ".c": "c", ".h": "cpp",  # C++ reads C headers
     ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
     ".cs": "csharp", ".kt": "kotlin", ".kts": "kotlin", ".rb": "ruby", ".php": "php",
 }

@@ -17,7 +17,7 @@ IDENTIFIERS = frozenset({
     "identifier", "type_identifier", "field_identifier", "property_identifier",
     "private_property_identifier", "shorthand_property_identifier", "constant", "name",
     "simple_identifier", "destructor_name", "operator_name", "package_identifier",
-    "namespace_identifier"})
+    "namespace_identifier", "operator", "setter"})  # Ruby's `def <=>`, `def name=`
 # Fields leading from a declarator, member expression or call to the name it ends in.
 _NAME_FIELDS = ("declarator", "name", "property", "field", "attribute", "method")
 _CALLEE_FIELDS = _NAME_FIELDS + ("function",)  # Rust's generic_function

@@ -146,10 +146,12 @@ class FileReader:
                            or (scope.symbol is not None and not scope.typed)):
             return None
         resolved = references.name_node(named)
+        if resolved is None and spec.unnamed and named is None:
+            resolved = node, []
         if resolved is None:
             return None
         name_node, owner_nodes = resolved
-        name = self.text(name_node)
+        name = self.text(name_node) if resolved[0] != node else spec.unnamed
         if not name or (spec.upper and not _UPPER.match(name)):
             return None
         owner = _type_name(node.child_by_field_name(spec.owner)) if spec.owner else None
