@@ -19,13 +19,13 @@ from jarvis_resources import JarvisConfigResource, TablesResource
 
 
 def chunks_asset(kinds: tuple[SourceKind, ...]) -> dg.AssetsDefinition:
-    """The chunks asset, downstream of every kind's raw asset (a source's partition maps to
-    the raw asset of its own kind)."""
+    """The chunks asset, downstream of every kind's raw assets (a source's partition maps to
+    the raw assets of its own kind)."""
 
     @dg.asset(
         partitions_def=source_partitions,
-        deps=[dg.AssetDep(kind.asset.name, partition_mapping=dg.IdentityPartitionMapping())
-              for kind in kinds],
+        deps=[dg.AssetDep(asset.name, partition_mapping=dg.IdentityPartitionMapping())
+              for kind in kinds for asset in kind.raw_assets],
         group_name="text",
         kinds={"duckdb", "python"},
         pool=DUCKDB_POOL,

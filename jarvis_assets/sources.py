@@ -12,7 +12,14 @@ import dagster as dg
 
 from jarvis_assets.metadata import counts_table, failures_table, log_failures, markdown_table
 from jarvis_assets.partitions import kind_partitions
-from jarvis_core.sources.kind import Ingested, IngestRun, SourceKind, SourceUnreachable
+from jarvis_core.sources.kind import (
+    Ingested,
+    IngestRun,
+    RawAsset,
+    RowsCheck,
+    SourceKind,
+    SourceUnreachable,
+)
 from jarvis_core.sources.plan import WHOLE_SOURCE, record_unreachable, utc_now
 from jarvis_resources import JarvisConfigResource, TablesResource
 
@@ -34,12 +41,15 @@ def _metadata(kind: SourceKind, done: Ingested) -> dict:
     }
 
 
-def raw_asset(kind: SourceKind) -> dg.AssetsDefinition:
-    """The raw asset of ``kind``."""
+def raw_asset(kind: SourceKind, spec: RawAsset) -> dg.AssetsDefinition:
+    """The raw asset ``spec`` of ``kind``, after the kind's raw assets before it."""
+    before = kind.raw_assets[:kind.raw_assets.index(spec)]
 
-    @dg.asset(name=kind.asset.name, description=kind.asset.description,
+    @dg.asset(name=spec.name, description=spec.description,
               partitions_def=kind_partitions(kind), group_name="sources",
-              kinds=set(kind.asset.tags), pool=DUCKDB_POOL)
+              deps=[dg.AssetDep(asset.name, partition_mapping=dg.IdentityPartitionMapping())
+                    for asset in before],
+              kinds=set(spec.tags), pool=DUCKDB_POOL)
     def raw(context: dg.AssetExecutionContext, jarvis: JarvisConfigResource,
             tables: TablesResource) -> dg.MaterializeResult:
         source, config = context.partition_key, jarvis.load()
@@ -48,7 +58,7 @@ def raw_asset(kind: SourceKind) -> dg.AssetsDefinition:
         run = IngestRun(source, settings, tables.get_connection, config.ingest,
                         config.data_dir, utc_now(), context.log.warning)
         try:
-            done = kind.pipeline.ingest(run)
+            done = kind.pipeline.ingest[spec.name](run)
         except SourceUnreachable as exc:
             context.log.error(f"{source}: not ingested: {exc}")
             with tables.get_connection() as conn:
@@ -57,7 +67,7 @@ def raw_asset(kind: SourceKind) -> dg.AssetsDefinition:
                 "source_kind": kind.name, "error": str(exc), "failed": 1,
                 "dagster/row_count": kept})
         log_failures(context, source, done.failures)
-        context.log.info(f"{source}: {kind.asset.name} {dict(done.counts)}")
+        context.log.info(f"{source}: {spec.name} {dict(done.counts)}")
         return dg.MaterializeResult(metadata=_metadata(kind, done))
 
     return raw
@@ -115,22 +125,46 @@ def _failed_ratio(kind: SourceKind, asset: dg.AssetsDefinition) -> dg.AssetCheck
     return failed_ratio
 
 
+def _rows_check(kind: SourceKind, asset: dg.AssetsDefinition,
+                check: RowsCheck) -> dg.AssetChecksDefinition:
+    @dg.asset_check(asset=asset, name=check.name, partitions_def=kind_partitions(kind),
+                    description=check.description)
+    def rows_check(context: dg.AssetCheckExecutionContext, jarvis: JarvisConfigResource,
+                   tables: TablesResource) -> dg.AssetCheckResult:
+        with tables.get_connection() as conn:
+            parameters = [context.partition_key]
+            if "$2" in check.sql:
+                parameters.append(jarvis.load().ingest.max_failed_ratio)
+            found = conn.execute(check.sql, parameters)
+            columns = [column[0] for column in found.description]
+            rows = [dict(zip(columns, row, strict=True)) for row in found.fetchall()]
+        return dg.AssetCheckResult(
+            passed=not rows, severity=dg.AssetCheckSeverity.WARN,
+            metadata={"found": len(rows), "rows": markdown_table(rows[:20], columns)})
+
+    return rows_check
+
+
 def ingest_job(kind: SourceKind):
-    """The ingestion of one source of ``kind`` (its raw asset and checks): what the change
+    """The ingestion of one source of ``kind`` (its raw assets and checks): what the change
     sensors and schedules request; the layers after it follow by automation."""
+    names = [asset.name for asset in kind.raw_assets]
     return dg.define_asset_job(
-        kind.ingest_job, selection=dg.AssetSelection.assets(kind.asset.name),
-        description=f"Ingest one {kind.label}: its {kind.asset.name} partition; the layers "
-                    "after it follow.")
+        kind.ingest_job, selection=dg.AssetSelection.assets(*names),
+        description=f"Ingest one {kind.label}: its {' and '.join(names)} partition; the "
+                    "layers after it follow.")
 
 
 def raw_layer(kinds: tuple[SourceKind, ...]) -> dg.Definitions:
-    """Every kind's raw asset with its checks."""
+    """Every kind's raw assets with their checks."""
     assets, checks = [], []
     for kind in kinds:
-        asset = raw_asset(kind)
-        assets.append(asset)
-        checks.append(_source_reachable(kind, asset))
-        if kind.failed_ratio is not None:
-            checks.append(_failed_ratio(kind, asset))
+        for spec in kind.raw_assets:
+            asset = raw_asset(kind, spec)
+            assets.append(asset)
+            checks += [_rows_check(kind, asset, check) for check in spec.checks]
+            if spec is kind.asset:
+                checks.append(_source_reachable(kind, asset))
+                if kind.failed_ratio is not None:
+                    checks.append(_failed_ratio(kind, asset))
     return dg.Definitions(assets=assets, asset_checks=checks)

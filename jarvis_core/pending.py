@@ -25,8 +25,8 @@ from jarvis_core.stores.serving import NotPublished, current_version
 _NOT_SHAPING = {"config_path", "schedules", "instance", "environment"}
 # What the layers hold for unchanged input and configuration, raised by a release that
 # changes it so that every source runs once after the upgrade (2: a ticket's document and
-# node keys carry its source).
-LAYERS_VERSION = 2
+# node keys carry its source; 3: a repository's source code is parsed into symbols).
+LAYERS_VERSION = 3
 
 
 def settings_fingerprint(config: JarvisConfig) -> str:

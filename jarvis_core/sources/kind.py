@@ -59,12 +59,15 @@ class DocumentType:
     on; ``names`` the lower-cased identifiers a person names it by (a ticket key, a commit
     hash, a page title), which lookup matches. Opening one shows its ``details`` and its
     text as it was indexed (rebuilt from the published chunks), or, ``from_file``, its file
-    as it is now under the source's folder (a note, with the frontmatter the index drops)."""
+    as it is now under the source's folder (a note, with the frontmatter the index drops).
+    A ``code`` document is chunked along its statements (jarvis_core/text/code_chunking.py),
+    not as markdown."""
 
     name: str
     select: str
     details: Details = Details()
     from_file: bool = False
+    code: bool = False
 
 
 def person(column: str) -> str:
@@ -75,13 +78,27 @@ def person(column: str) -> str:
 
 
 @dataclass(frozen=True)
+class RowsCheck:
+    """A warning check of a raw asset: it passes when ``sql`` returns no row for the source
+    (``$1``; ``$2``, when the SQL uses it, is ``ingest.max_failed_ratio``), and shows the rows
+    it returned."""
+
+    name: str
+    description: str
+    sql: str
+
+
+@dataclass(frozen=True)
 class RawAsset:
-    """How the kind's raw layer shows in Dagster: the asset's name, its description and the
-    kinds (technologies) the UI shows on it."""
+    """How a raw layer of the kind shows in Dagster: the asset's name, its description and the
+    kinds (technologies) the UI shows on it; ``module``, the module of the kind's package
+    whose ``ingest(run)`` fills it; its ``checks``."""
 
     name: str
     description: str
     tags: tuple[str, ...]
+    module: str = "ingest"
+    checks: tuple[RowsCheck, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -162,11 +179,11 @@ class ChangeWatch:
 @dataclass(frozen=True)
 class KindPipeline:
     """What the pipeline runs for a kind, imported when it runs: its raw tables
-    (``<package>.tables.TABLES``), its ingest (``<package>.ingest.ingest``) and its graph
-    extractor (``<package>.graph.EXTRACTOR``)."""
+    (``<package>.tables.TABLES``), the ingest of each raw asset by name
+    (``<package>.<module>.ingest``) and its graph extractor (``<package>.graph.EXTRACTOR``)."""
 
     tables: Sequence[Table]
-    ingest: Callable[[IngestRun], Ingested]
+    ingest: Mapping[str, Callable[[IngestRun], Ingested]]
     graph: GraphExtractor
 
 
@@ -175,10 +192,11 @@ class SourceKind:
     """A source kind, described once (see the module's docstring).
 
     ``package`` is the kind's folder as a module path; ``section`` is its part of jarvis.yaml,
-    each entry validated by ``settings``. ``serving`` maps each table the query
-    side reads of it to the SELECT that fills the published copy; ``counts`` the layers
-    `jarvis status` shows to the tables counted; ``ingested`` is the table whose rows a
-    source has (and whose ``ingested_at`` says when)."""
+    each entry validated by ``settings``. ``asset`` is its raw asset; ``layers`` the raw
+    assets that read the source after it (a repository's code), in order. ``serving`` maps
+    each table the query side reads of it to the SELECT that fills the published copy;
+    ``counts`` the layers `jarvis status` shows to the tables counted; ``ingested`` is the
+    table whose rows a source has (and whose ``ingested_at`` says when)."""
 
     name: str
     package: str
@@ -192,13 +210,20 @@ class SourceKind:
     ingested: str
     watch: ChangeWatch
     failed_ratio: FailedRatio | None = None
+    layers: tuple[RawAsset, ...] = ()
+
+    @property
+    def raw_assets(self) -> tuple[RawAsset, ...]:
+        """Every raw asset of the kind, the first one first."""
+        return (self.asset, *self.layers)
 
     @cached_property
     def pipeline(self) -> KindPipeline:
         def part(module: str):
             return importlib.import_module(f"{self.package}.{module}")
 
-        return KindPipeline(part("tables").TABLES, part("ingest").ingest,
+        return KindPipeline(part("tables").TABLES,
+                            {asset.name: part(asset.module).ingest for asset in self.raw_assets},
                             part("graph").EXTRACTOR)
 
     @property

@@ -68,26 +68,8 @@ def chunk_document(
     """Split ``body`` into chunks whose embed text never exceeds ``counter.max_tokens``."""
     if not body.strip():
         return []
-    chunker = _DocumentChunker(body, counter, overlap_tokens)
-    chunks: list[Chunk] = []
-    occurrences: Counter[tuple[tuple[str, ...], str]] = Counter()
-    for heading_path, units in chunker.sections():
-        header = chunker.fitted_header(context_header(title, heading_path))
-        for start, end, token_count in chunker.pack(units, header):
-            text = body[start:end]
-            occurrence = occurrences[heading_path, text]
-            occurrences[heading_path, text] += 1
-            chunks.append(Chunk(
-                position=len(chunks),
-                heading_path=heading_path,
-                text=text,
-                context=header,
-                token_count=token_count,
-                char_start=start,
-                char_end=end,
-                chunk_id=chunk_id(doc_key, heading_path, text, occurrence),
-            ))
-    return chunks
+    chunker = DocumentChunker(body, counter, overlap_tokens)
+    return chunker.chunks(title, doc_key, chunker.sections())
 
 
 def chunk_id(doc_key: str, heading_path: tuple[str, ...], text: str, occurrence: int) -> str:
@@ -119,8 +101,9 @@ class _Unit:
     tokens: int
 
 
-class _DocumentChunker:
-    """Holds the body, its block structure and the tokenizer while the chunks are cut."""
+class DocumentChunker:
+    """Holds the body, its block structure and the tokenizer while the chunks are cut; a
+    subclass reads another structure (code_chunking.py) by its own ``_read_blocks``."""
 
     def __init__(self, body: str, counter: TokenCounter, overlap_tokens: int) -> None:
         self.body = body
@@ -192,6 +175,23 @@ class _DocumentChunker:
         elif bare_headings:
             joined.append((sections[-1][0], bare_headings))
         return joined
+
+    def chunks(self, title: str, doc_key: str,
+               sections: list[tuple[tuple[str, ...], list[_Unit]]]) -> list[Chunk]:
+        """The chunks of ``sections``, each headed by the title and its heading path."""
+        chunks: list[Chunk] = []
+        occurrences: Counter[tuple[tuple[str, ...], str]] = Counter()
+        for heading_path, units in sections:
+            header = self.fitted_header(context_header(title, heading_path))
+            for start, end, token_count in self.pack(units, header):
+                text = self.body[start:end]
+                occurrence = occurrences[heading_path, text]
+                occurrences[heading_path, text] += 1
+                chunks.append(Chunk(
+                    position=len(chunks), heading_path=heading_path, text=text,
+                    context=header, token_count=token_count, char_start=start,
+                    char_end=end, chunk_id=chunk_id(doc_key, heading_path, text, occurrence)))
+        return chunks
 
     def fitted_header(self, header: str) -> str:
         """The header, cut short if it would leave less than half the budget for text."""

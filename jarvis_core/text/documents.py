@@ -18,6 +18,7 @@ from jarvis_core.sources.plan import ItemCounts
 from jarvis_core.stores import tables
 from jarvis_core.stores.transaction import transaction
 from jarvis_core.text.chunking import chunk_document
+from jarvis_core.text.code_chunking import chunk_code
 from jarvis_core.text.tokens import TokenCounter
 
 CHUNKER_VERSION = 2  # 2: a heading with nothing under it joins the section after it
@@ -100,8 +101,12 @@ def plan_chunks(source: str, stale: StaleDocuments, counter: TokenCounter,
         if count % PROGRESS_EVERY == 0:
             progress.report(source, "chunks", count, len(documents))
         try:
-            chunks = chunk_document(doc.text, title=doc.title, doc_key=doc.doc_key,
-                                    counter=counter, overlap_tokens=overlap_tokens)
+            if doc.source_type in stale.code_types:
+                chunks = chunk_code(doc.text, title=doc.title, path=doc.path,
+                                    doc_key=doc.doc_key, counter=counter)
+            else:
+                chunks = chunk_document(doc.text, title=doc.title, doc_key=doc.doc_key,
+                                        counter=counter, overlap_tokens=overlap_tokens)
         except Exception as exc:  # one bad document must not cost the others
             plan.failed.append((doc.path, f"{type(exc).__name__}: {exc}"))
             plan.removed_paths.add(doc.path)
@@ -140,6 +145,7 @@ class StaleDocuments:
     deleted: list[str]
     unchanged: int
     existing_ids: dict[str, set[str]]   # path -> chunk ids stored now
+    code_types: frozenset[str] = frozenset()  # source types whose text is code
 
 
 def documents_sql(kind: SourceKind | None) -> str:
@@ -180,7 +186,9 @@ def read_stale_documents(conn: duckdb.DuckDBPyConnection, source: str, kind: Sou
     for path, chunk_id in conn.execute("SELECT path, chunk_id FROM chunks WHERE source = ?",
                                        [source]).fetchall():
         existing_ids.setdefault(path, set()).add(chunk_id)
-    return StaleDocuments(documents, set(new), deleted, unchanged, existing_ids)
+    code_types = frozenset(document.name for document in (kind.documents if kind else ())
+                           if document.code)
+    return StaleDocuments(documents, set(new), deleted, unchanged, existing_ids, code_types)
 
 
 def write_chunks(conn: duckdb.DuckDBPyConnection, plan: ChunkPlan) -> tuple[int, int]:

@@ -30,7 +30,7 @@ def snapshot(config) -> dict:
     with SqliteGraphStore(config.graph_path) as graph:
         documents = graph.document_keys("lumen")
         store_edges = {(e.src, e.relation, e.dst) for key in documents
-                       for e in graph.neighbourhood(key, 1, limit=10_000).edges}
+                       for e in graph.neighbourhood(key, 2, limit=10_000).edges}
         dangling = graph.dangling_edges()
     chunk_ids = {chunk_id for (chunk_id,) in rows(config, "SELECT chunk_id FROM chunks")}
     with build_resources(str(config.config_path))["vectors"].open() as vectors:
@@ -93,7 +93,9 @@ def history(tmp_path_factory):
                                                  "(SELECT count(*) FROM commit_files), "
                                                  "(SELECT count(*) FROM repo_files), "
                                                  "(SELECT count(*) FROM repo_docs), "
-                                                 "(SELECT count(*) FROM repo_state)")}
+                                                 "(SELECT count(*) FROM repo_state), "
+                                                 "(SELECT count(*) FROM code_files), "
+                                                 "(SELECT count(*) FROM code_symbols)")}
     return {"config": config, "first": first, "new_shas": added, "replacement": replacement,
             **runs}
 
@@ -104,7 +106,10 @@ def test_first_refresh_ingests_commits_files_and_persons(history):
     raw = layer(run["report"], "raw_repository")
     # three commits and the README; a first read deletes nothing
     assert (raw["new"], raw["deleted"], raw["failed"]) == (4, 0, 0)
+    code = layer(run["report"], "code_symbols")  # src/ingest.py and src/rules.py parsed
+    assert (code["new"], code["failed"]) == (2, 0)
     state = run["state"]
+    assert {"src/ingest.py::dedupe", "src/rules.py::GUST"} <= state["chunk_paths"]
     assert set(state["commits"]) == set(history["first"])
     persons = [key for key, kind in state["nodes"].items() if kind == "person"]
     assert persons == ["person:dana@lumen.example"]  # three spellings of one person
@@ -113,6 +118,7 @@ def test_first_refresh_ingests_commits_files_and_persons(history):
     assert (dedupe, "PARENT", first) in state["edges"]
     assert (dedupe, "MODIFIES", "file:lumen/src/ingest.py") in state["edges"]
     assert (gust, "MODIFIES", "file:lumen/src/rules.py") in state["edges"]
+    assert (dedupe, "MODIFIES", "symbol:lumen/src/ingest.py::dedupe") in state["edges"]
     assert state["store_edges"] >= state["edges"] and state["dangling"] == 0
     assert state["store_documents"] == {first, dedupe, gust, "repo_doc:lumen/README.md"}
     assert state["vector_ids"] == state["chunk_ids"]
@@ -133,8 +139,10 @@ def test_new_commits_are_the_only_work_of_the_next_refresh(history):
     run = history["added"]
     assert run["report"]["ok"], run["report"]
     assert layer(run["report"], "raw_repository")["new"] == 2
-    chunks = layer(run["report"], "chunks")
-    assert (chunks["new"], chunks["changed"], chunks["deleted"]) == (2, 0, 0)
+    code = layer(run["report"], "code_symbols")  # src/query.py new, src/rules.py changed
+    assert (code["new"], code["changed"], code["unchanged"]) == (1, 1, 1)
+    chunks = layer(run["report"], "chunks")  # two commits, the downsample function and FROST
+    assert (chunks["new"], chunks["changed"], chunks["deleted"]) == (4, 0, 0)
     assert layer(run["report"], "embeddings")["embedded"] == chunks["chunks_added"]
     state = run["state"]
     assert set(state["commits"]) == {*history["first"], *history["new_shas"]}
@@ -154,6 +162,10 @@ def test_a_force_push_removes_the_rewritten_commit_everywhere(history):
     assert f"commit:lumen/{gone}" not in after["nodes"]
     assert f"commit:lumen/{gone}" not in after["store_documents"]
     assert not any(f"commit:lumen/{gone}" in (src, dst) for src, _, dst in after["edges"])
+    frost = "symbol:lumen/src/rules.py::FROST"
+    assert (f"commit:lumen/{gone}", "MODIFIES", frost) in before["store_edges"]
+    assert (f"commit:lumen/{kept}", "MODIFIES", frost) in after["store_edges"]
+    assert after["dangling"] == 0
     assert after["vector_ids"] == after["chunk_ids"]
     assert before["vector_ids"] - after["vector_ids"]  # the old commit's vectors went
     [best, *_] = run["search"]
@@ -164,7 +176,7 @@ def test_a_repository_dropped_from_the_configuration_is_purged(history):
     run = history["removed"]
     assert run["report"]["ok"], run["report"]
     assert [s["source"] for s in run["report"]["sources"]] == ["lumen"]
-    assert run["raw_rows"] == [(0, 0, 0, 0, 0)]
+    assert run["raw_rows"] == [(0, 0, 0, 0, 0, 0, 0)]
     state = run["state"]
     assert state["commits"] == {} and state["chunk_ids"] == set() == state["vector_ids"]
     assert state["edges"] == set() and state["store_documents"] == set()

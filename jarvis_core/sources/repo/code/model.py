@@ -18,14 +18,25 @@ from dataclasses import dataclass, field
 
 
 def symbol_key(repo: str, path: str, symbol_id: str) -> str:
-    """The graph node of a symbol (``file:<repo>/<path>`` is its file's)."""
+    """The graph node of a symbol (``repo_file_key`` is its file's)."""
     return f"symbol:{repo}/{path}::{symbol_id}"
+
+
+def repo_file_key(repo: str, path: str) -> str:
+    """The graph node of a file of a repository (a path of its history or at its head)."""
+    return f"file:{repo}/{path}"
+
+
+def code_doc_key(repo: str, path: str, symbol_id: str) -> str:
+    """The document a symbol's code chunks belong to (one per symbol)."""
+    return f"code:{repo}/{path}::{symbol_id}"
 
 # Symbol kinds, the same words for every language.
 MODULE, CLASS, INTERFACE, STRUCT, ENUM, TRAIT = "module", "class", "interface", "struct", \
     "enum", "trait"
 FUNCTION, METHOD, CONSTANT = "function", "method", "constant"
-SYMBOL_KINDS = (MODULE, CLASS, INTERFACE, STRUCT, ENUM, TRAIT, FUNCTION, METHOD, CONSTANT)
+TYPE = "type"  # a named type that is none of the above: Go `type X int`, a typedef, an alias
+SYMBOL_KINDS = (MODULE, CLASS, INTERFACE, STRUCT, ENUM, TRAIT, FUNCTION, METHOD, CONSTANT, TYPE)
 
 # Reference kinds.
 CALL, IMPORT, EXTENDS, IMPLEMENTS = "call", "import", "extends", "implements"
@@ -42,7 +53,9 @@ class Symbol:
     """One definition. ``signature`` is its declaration line(s) up to the body;
     ``doc`` its docstring or leading comment (comment markers removed); ``text`` its own
     code: the body with each nested symbol's body left out (its signature kept, then
-    `...`), so a class's text is not its methods' text again."""
+    `...`), so a class's text is not its methods' text again. ``start_line`` is the line
+    that names it (below its decorators or annotations, as ctags and editors point to it),
+    ``end_line`` its last."""
 
     symbol_id: str
     kind: str

@@ -25,4 +25,8 @@ CODE_REFERENCES = Table("code_references", pl.Schema({
     "qualifier": pl.Utf8, "scope": pl.Utf8, "line": pl.Int32,
 }))
 
-CODE_TABLES = (CODE_FILES, CODE_SYMBOLS, CODE_REFERENCES)
+# The parser version and code settings the stored rows were made with.
+CODE_STATE = Table("code_state", pl.Schema({"source": pl.Utf8, "settings": pl.Utf8}),
+                   ("source",))
+
+CODE_TABLES = (CODE_FILES, CODE_SYMBOLS, CODE_REFERENCES, CODE_STATE)
