@@ -283,3 +283,38 @@ def bench_ingest(obj: CliContext, jira: Path, notes: int, markup_sample: int,
                              ["figure", "value"]))
 
     emit(result, as_json, render)
+
+
+@bench.command(name="code")
+@click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_code(repo: Path, as_json: bool) -> None:
+    """Whether the definitions read from REPO's source (its HEAD) agree with Universal Ctags
+    (recall, precision by file, name and line ±1, per language), and files/s, symbols/s."""
+    import shutil
+
+    from jarvis_bench.code import run_code_benchmark
+    from jarvis_core.sources.repo.git import GitError
+
+    if shutil.which("ctags") is None:
+        raise click.ClickException("the ctags command (Universal Ctags) is not installed")
+    try:
+        result = run_code_benchmark(repo.resolve())
+    except GitError as exc:
+        raise click.ClickException(f"REPO: {exc}") from exc
+
+    def render(data: dict) -> None:
+        agreement, parse = data["ctags"], data["parse"]
+        rows = [{"language": name, **figures} for name, figures in agreement["languages"].items()]
+        rows.append({"language": "all", **{key: agreement[key] for key in
+                                           ("ctags_definitions", "jarvis_definitions",
+                                            "matched", "recall", "precision")}})
+        click.echo(f"{data['repository']} at {data['head'][:12]} against {agreement['version']}")
+        click.echo(table(rows, ["language", "ctags_definitions", "jarvis_definitions",
+                                "matched", "recall", "precision"]))
+        click.echo(f"parse: {parse['files']} files, {parse['symbols']} symbols in "
+                   f"{parse['seconds']} s ({parse['files_per_s']} files/s, "
+                   f"{parse['symbols_per_s']} symbols/s); partial {parse['partial']}, "
+                   f"skipped {parse['skipped'] or 'none'}")
+
+    emit(result, as_json, render)

@@ -9,11 +9,28 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from jarvis_core.settings import SourceSettings
+from jarvis_core.settings import SourceSettings, Strict
 
 DEFAULT_REPO_DOCS = ("README*", "docs/**/*.md")
 # scheme://… or scp-like user@host:path; anything else is a local path (a bundle, a clone).
 _REMOTE_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|[^/\s]+@[^/\s]+:)")
+# Vendored, built and minified files: someone else's code, or ours in another form.
+DEFAULT_CODE_EXCLUDE = ("**/vendor/**", "**/node_modules/**", "**/dist/**", "**/third_party/**",
+                        "**/*.min.js", "**/*.min.css", "**/*.bundle.js")
+
+
+class CodeSettings(Strict):
+    """How a repository's source code is read (``code:``): files over a limit, minified,
+    binary, generated or matching ``exclude`` (as well as the repository's own) are skipped
+    and reported; a file is given ``time_budget_seconds`` and ``max_depth`` syntax levels."""
+
+    enabled: bool = True
+    max_file_bytes: int = Field(default=1_000_000, gt=0)
+    max_line_length: int = Field(default=10_000, gt=0)
+    max_mean_line_length: int = Field(default=300, gt=0)
+    time_budget_seconds: float = Field(default=5.0, gt=0)
+    max_depth: int = Field(default=500, gt=0)
+    exclude: tuple[str, ...] = DEFAULT_CODE_EXCLUDE
 
 
 class RepoConfig(SourceSettings):
@@ -28,6 +45,7 @@ class RepoConfig(SourceSettings):
     docs: tuple[str, ...] = DEFAULT_REPO_DOCS
     knowledge_dir: str = ".jarvis"
     exclude: tuple[str, ...] = ()
+    code: CodeSettings = CodeSettings()
 
     @field_validator("path")
     @classmethod

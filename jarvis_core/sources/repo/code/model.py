@@ -25,7 +25,8 @@ def symbol_key(repo: str, path: str, symbol_id: str) -> str:
 MODULE, CLASS, INTERFACE, STRUCT, ENUM, TRAIT = "module", "class", "interface", "struct", \
     "enum", "trait"
 FUNCTION, METHOD, CONSTANT = "function", "method", "constant"
-SYMBOL_KINDS = (MODULE, CLASS, INTERFACE, STRUCT, ENUM, TRAIT, FUNCTION, METHOD, CONSTANT)
+TYPE = "type"  # a named type that is none of the above: Go `type X int`, a typedef, an alias
+SYMBOL_KINDS = (MODULE, CLASS, INTERFACE, STRUCT, ENUM, TRAIT, FUNCTION, METHOD, CONSTANT, TYPE)
 
 # Reference kinds.
 CALL, IMPORT, EXTENDS, IMPLEMENTS = "call", "import", "extends", "implements"
