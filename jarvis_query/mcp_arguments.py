@@ -90,7 +90,8 @@ ModifiedBefore = Annotated[str | None, Field(
     description="ISO date: only documents modified before it.", max_length=MAX_NAME_CHARS)]
 NotePath = Annotated[str, Field(
     description="Vault-relative note path ('.md' optional) or a note title; or a ticket key, "
-                "a commit hash, a thread or page key.", max_length=MAX_PATH_CHARS)]
+                "a commit hash, a thread or page key; or a symbol: its name, qualified name, "
+                "path:line or key.", max_length=MAX_PATH_CHARS)]
 ReadPath = Annotated[str, Field(
     description="A search hit's path (with its vault), or an identifier: a document key, a "
                 "note's path ('.md' optional; may start with the vault name) or title, a "
@@ -99,3 +100,10 @@ ReadPath = Annotated[str, Field(
     max_length=MAX_PATH_CHARS)]
 VaultName = Annotated[str, Field(description="The vault name (see list-vaults).",
                                  max_length=MAX_NAME_CHARS)]
+SymbolName = Annotated[str, Field(
+    description="A symbol's name ('clamp_future'), qualified name ('UserService.create_user'), "
+                "file and line ('src/app/service.py:42'), or key ('symbol:<repo>/<path>::<id>').",
+    max_length=MAX_PATH_CHARS)]
+Repo = Annotated[str | None, Field(description="Only this repository (see list-vaults); every "
+                                               "repository when omitted.",
+                                   max_length=MAX_NAME_CHARS)]

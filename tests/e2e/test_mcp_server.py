@@ -21,7 +21,8 @@ from tests.query_helpers import JARVIS, converse, publish_encoder
 pytestmark = pytest.mark.slow
 
 QUERY_TOOLS = {"search-semantic", "search-vault", "search-hybrid", "search-graph",
-               "search-graphrag", "read-note", "read", "list-vaults", "get-vault-context"}
+               "search-graphrag", "search-code", "get-symbol", "read-note", "read",
+               "list-vaults", "get-vault-context"}
 # `jarvis serve` adds the assistant tools (memory, health) to build_server's query tools
 TOOLS = QUERY_TOOLS | {"remember", "recall", "forget", "health-status", "performance-metrics"}
 SECRET = "TOP SECRET: do not serve"
