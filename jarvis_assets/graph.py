@@ -8,7 +8,13 @@ from jarvis_assets.embeddings import embeddings
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.graph.similarity import similar_note_edges, with_inferred
-from jarvis_core.graph.sync import apply_to_store, plan_update, read_inputs, write_tables
+from jarvis_core.graph.sync import (
+    apply_to_store,
+    plan_update,
+    read_inputs,
+    store_in_sync,
+    write_tables,
+)
 from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.extraction import NO_GRAPH
 from jarvis_core.sources.plan import utc_now
@@ -58,7 +64,7 @@ def knowledge_graph(context: dg.AssetExecutionContext, jarvis: JarvisConfigResou
                                       settings.similarity_top_k, settings.similarity_threshold)
     fingerprints = with_inferred(extracted.fingerprints, inferred)
     with graph.open() as graph_store:
-        in_sync = graph_store.document_keys(source) == set(inputs.previous)
+        in_sync = store_in_sync(graph_store.document_keys(source), inputs.previous)
         update = plan_update(extracted, inferred, fingerprints, inputs.previous, in_sync)
         dangling = apply_to_store(graph_store, update)
     watch.lap("extract")

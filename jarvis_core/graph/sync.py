@@ -4,6 +4,7 @@ changed (by fingerprint), and write exactly those to the graph store and the tab
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -13,7 +14,7 @@ from jarvis_core.sources.extraction import GraphExtractor, SourceGraph
 from jarvis_core.sources.plan import ItemCounts
 from jarvis_core.sources.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX
 from jarvis_core.stores import tables
-from jarvis_core.stores.graph.base import GraphStore
+from jarvis_core.stores.graph.base import DOCUMENT_TYPES, GraphStore
 from jarvis_core.stores.graph.elements import Edge, Node
 
 
@@ -38,6 +39,15 @@ def read_inputs(conn: duckdb.DuckDBPyConnection, source: str,
                           [source]).fetchall()),
         dict(conn.execute("SELECT node_key, first_seen FROM graph_nodes WHERE source = ?",
                           [source]).fetchall()))
+
+
+def store_in_sync(stored_documents: set[str], previous: Mapping[str, str]) -> bool:
+    """Whether the graph store holds the document node of every origin the last run wrote,
+    and no other (when not, every origin is rewritten). A source file of a repository is an
+    origin without being a document node (a file node lives while an edge touches it), so
+    only origins keyed by a document type count."""
+    return stored_documents == {origin for origin in previous
+                                if origin.partition(":")[0] in DOCUMENT_TYPES}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from jarvis_core.settings import GraphSettings
@@ -64,10 +65,15 @@ class SourceGraph:
     @classmethod
     def assemble(cls, nodes: Mapping[str, Node], documents: Iterable[str], edges: list[Edge],
                  broken: list[BrokenLink], mentions: list[Mention],
-                 references: Sequence[GraphReference] = ()) -> SourceGraph:
-        """Nodes in key order, and a fingerprint per document of its node and of every
-        edge, broken link, mention and reference it is the origin of."""
+                 references: Sequence[GraphReference] = (),
+                 owned: Mapping[str, str] = MappingProxyType({})) -> SourceGraph:
+        """Nodes in key order, and a fingerprint per document of its node, of the nodes it
+        alone produces (``owned``: node key -> document, as a source file's symbols: a
+        changed property rewrites that document), and of every edge, broken link, mention
+        and reference it is the origin of."""
         produced: dict[str, list[object]] = {key: [nodes[key]] for key in documents}
+        for key in sorted(owned):
+            produced[owned[key]].append(nodes[key])
         for item in (*edges, *broken, *mentions, *references):
             produced[item.origin].append(item)
         return cls(nodes=[nodes[key] for key in sorted(nodes)], edges=edges, broken=broken,

@@ -3,11 +3,12 @@
 Commits are documents (``commit:<repo>/<sha>``): their author (a person folded across name
 variants, AUTHORED), their parents (PARENT) and the files they changed (MODIFIES, with the
 line counts as evidence text), all with the commit message's first chunk as evidence.
-Repo docs (``repo_doc:<repo>/<path>``) are documents too. ``.jarvis`` knowledge files
-declare components (``component:<repo>/<name>``) with typed relations between them,
-owners (OWNS) and paths (CONTAINS the files under them). Ticket keys, GitHub issues,
-commit hashes and repository paths cited in commit messages and docs become references
-that ``cross_source_links`` resolves against every source.
+Repo docs (``repo_doc:<repo>/<path>``) are documents too. The source files at the head are
+origins of their code graph (symbols, CONTAINS, IMPORTS, CALLS, EXTENDS: code/graph.py).
+``.jarvis`` knowledge files declare components (``component:<repo>/<name>``) with typed
+relations between them, owners (OWNS) and paths (CONTAINS the files under them). Ticket
+keys, GitHub issues, commit hashes and repository paths cited in commit messages and docs
+become references that ``cross_source_links`` resolves against every source.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from jarvis_core.sources.references import (
     find_references,
     line_text,
 )
+from jarvis_core.sources.repo.code.graph import NO_CODE, CodeRows, extract_code_graph, file_node
+from jarvis_core.sources.repo.code.model import repo_file_key
 from jarvis_core.sources.repo.knowledge import is_knowledge_file
 from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
 
@@ -40,10 +43,6 @@ __all__ = ["commit_key", "component_key", "extract_repo_graph", "repo_doc_key",
 
 def commit_key(repo: str, sha: str) -> str:
     return f"commit:{repo}/{sha}"
-
-
-def repo_file_key(repo: str, path: str) -> str:
-    return f"file:{repo}/{path}"
 
 
 def repo_doc_key(repo: str, path: str) -> str:
@@ -81,18 +80,24 @@ class _Graph:
         spans = self.chunks.get(doc)
         return (spans[0][2],) if spans else ()
 
+    def chunk_ids(self, doc: str) -> tuple[str, ...]:
+        return tuple(span[2] for span in self.chunks.get(doc, ()))
+
     def evidence(self, doc: str, start: int, end: int) -> tuple[str, ...]:
         return chunks_holding(self.chunks.get(doc, ()), start, end)
 
     def edge(self, src: str, relation: str, dst: str, extractor: str, origin: str,
              evidence: tuple[str, ...], text: str) -> None:
-        edge = Edge(src, dst, relation, EXPLICIT, extractor, origin, self.repo, evidence,
-                    text[:300])
+        self.add(Edge(src, dst, relation, EXPLICIT, extractor, origin, self.repo, evidence,
+                      text[:300]))
+
+    def add(self, edge: Edge) -> None:
+        """An edge, and the chunks of its evidence mentioning its ends."""
         self.edges[edge.key] = edge
-        for chunk_id in evidence:
-            for key in (src, dst):
-                if key != origin:
-                    self.mentions.add(Mention(chunk_id, key, origin, self.repo))
+        for chunk_id in edge.evidence:
+            for key in (edge.src, edge.dst):
+                if key != edge.origin:
+                    self.mentions.add(Mention(chunk_id, key, edge.origin, self.repo))
 
     def cite(self, origin: str, text: str) -> None:
         """References to tickets, commits and files in a document's text."""
@@ -132,10 +137,7 @@ def _commits(graph: _Graph, commits: list[dict], files: list[dict],
         for change in sorted(changed.get(row["sha"], []), key=lambda f: f["path"]):
             path = change["path"]
             file_key = repo_file_key(repo, path)
-            head = at_head.get(path)
-            graph.nodes[file_key] = Node(file_key, "file", path, repo, {
-                "path": path, "at_head": head is not None,
-                **({"language": head["language"]} if head and head["language"] else {})})
+            graph.nodes[file_key] = file_node(repo, path, at_head.get(path))
             counts = "binary" if change["binary"] else \
                 f"+{change['additions']} -{change['deletions']}"
             renamed = f" (renamed from {change['old_path']})" if change["old_path"] else ""
@@ -188,7 +190,7 @@ def _components(graph: _Graph, knowledge: list[dict], docs: dict[str, dict],
             folder = prefix.rstrip("/") + "/"
             for path in sorted(p for p in at_head if p == prefix or p.startswith(folder)):
                 file_key = repo_file_key(repo, path)
-                if file_key in graph.nodes:  # files no commit touched stay out of the graph
+                if file_key in graph.nodes:  # files neither committed nor parsed stay out
                     graph.edge(key, "CONTAINS", file_key, "jarvis_knowledge", origin,
                                evidence, f"{component['name']} paths: {prefix}")
 
@@ -196,7 +198,8 @@ def _components(graph: _Graph, knowledge: list[dict], docs: dict[str, dict],
 def extract_repo_graph(repo: str, commits: list[dict], files: list[dict],
                        repo_files: list[dict], docs: list[dict], knowledge: list[dict],
                        chunks: list[dict], knowledge_dir: str = ".jarvis",
-                       known_people: Iterable[Identity] = ()) -> SourceGraph:
+                       known_people: Iterable[Identity] = (), code: CodeRows = NO_CODE
+                       ) -> SourceGraph:
     """The graph of one repository from its table rows, in a deterministic order;
     ``known_people`` (identities other sources recorded) fold authors across sources."""
     graph = _Graph(repo, chunks)
@@ -211,16 +214,22 @@ def extract_repo_graph(repo: str, commits: list[dict], files: list[dict],
         graph.nodes[key] = Node(key, "repo_doc", row["title"], repo, {"path": row["path"]})
         if not is_knowledge_file(row["path"], knowledge_dir):
             graph.cite(key, row["text"])
+    code_graph = extract_code_graph(repo, code, at_head, graph.chunk_ids)
+    graph.nodes.update(code_graph.nodes)
+    for edge in code_graph.edges:
+        graph.add(edge)
+    graph.broken += code_graph.broken
     _components(graph, knowledge, by_path, people, at_head)
     documents = [commit_key(repo, row["sha"]) for row in commits] + \
-        [repo_doc_key(repo, row["path"]) for row in docs]
+        [repo_doc_key(repo, row["path"]) for row in docs] + code_graph.origins
     return SourceGraph.assemble(
         graph.nodes, documents,
         sorted(graph.edges.values(), key=lambda e: (e.src, e.relation, e.dst, e.origin)),
         sorted(graph.broken, key=lambda b: (b.origin, b.line, b.target)),
         sorted(graph.mentions, key=lambda m: (m.chunk_id, m.node_key)),
         references=sorted(graph.references,
-                          key=lambda r: (r.origin, r.line, r.kind, r.target)))
+                          key=lambda r: (r.origin, r.line, r.kind, r.target)),
+        owned=code_graph.owned)
 
 
 def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[dict]],
@@ -228,7 +237,9 @@ def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[d
     return extract_repo_graph(source, rows["commits"], rows["commit_files"], rows["repo_files"],
                               rows["repo_docs"], rows["repo_knowledge"], chunk_rows,
                               knowledge_dir=settings.knowledge_dir,
-                              known_people=other_people(rows))
+                              known_people=other_people(rows),
+                              code=CodeRows(rows["code_files"], rows["code_symbols"],
+                                            rows["code_references"]))
 
 
 EXTRACTOR = GraphExtractor(
@@ -237,5 +248,10 @@ EXTRACTOR = GraphExtractor(
      "repo_files": "SELECT path, language FROM repo_files WHERE source = ?",
      "repo_docs": "SELECT path, title, text FROM repo_docs WHERE source = ?",
      "repo_knowledge": "SELECT path, components FROM repo_knowledge WHERE source = ?",
+     "code_files": "SELECT path, language FROM code_files WHERE source = ?",
+     "code_symbols": "SELECT path, symbol_id, kind, name, qualified_name, signature, "
+                     "start_line, end_line, parent, language FROM code_symbols WHERE source = ?",
+     "code_references": "SELECT path, kind, name, qualifier, scope, line FROM code_references "
+                        "WHERE source = ?",
      "people": OTHER_PEOPLE},
     _extract)

@@ -18,8 +18,18 @@ from dataclasses import dataclass, field
 
 
 def symbol_key(repo: str, path: str, symbol_id: str) -> str:
-    """The graph node of a symbol (``file:<repo>/<path>`` is its file's)."""
+    """The graph node of a symbol (``repo_file_key`` is its file's)."""
     return f"symbol:{repo}/{path}::{symbol_id}"
+
+
+def repo_file_key(repo: str, path: str) -> str:
+    """The graph node of a file of a repository (a path of its history or at its head)."""
+    return f"file:{repo}/{path}"
+
+
+def code_doc_key(repo: str, path: str, symbol_id: str) -> str:
+    """The document a symbol's code chunks belong to (one per symbol)."""
+    return f"code:{repo}/{path}::{symbol_id}"
 
 # Symbol kinds, the same words for every language.
 MODULE, CLASS, INTERFACE, STRUCT, ENUM, TRAIT = "module", "class", "interface", "struct", \
