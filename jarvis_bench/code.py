@@ -17,6 +17,7 @@ that Jarvis did not skip (too large, minified, generated, vendored: counted apar
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tempfile
 import time
@@ -54,6 +55,8 @@ CTAGS_KINDS = {
     "Ruby": {"class", "method", "singletonMethod"},
     "PHP": {"class", "interface", "trait", "function"},
 }
+# ctags's invented names for anonymous functions (callbacks), which are no definitions.
+ANONYMOUS = ("AnonymousFunction", "__anon")
 CTAGS_TIMEOUT_SECONDS = 600
 SAMPLE = 15  # disagreements listed per side
 
@@ -79,7 +82,7 @@ def run_code_benchmark(repo: Path) -> dict:
     skipped: dict[str, int] = defaultdict(int)
     for result in parsed.values():
         if result.status == SKIPPED:
-            skipped[(result.reason or "").split(" (")[0].split(":")[0]] += 1
+            skipped[re.sub(r"\d+", "N", (result.reason or "").split(" (")[0].split(":")[0])] += 1
     return {
         "repository": str(repo), "head": head,
         "ctags": {**agreement(ours, {tag for tag in tags if tag[0] in read}, {
@@ -111,7 +114,7 @@ def ctags_definitions(root: Path, paths: list[str]) -> set[tuple[str, str, int]]
     found = set()
     for line in done.stdout.splitlines():
         tag = json.loads(line)
-        if tag.get("_type") == "tag" and \
+        if tag.get("_type") == "tag" and not tag["name"].startswith(ANONYMOUS) and \
                 tag.get("kind") in CTAGS_KINDS.get(tag.get("language", ""), ()):
             found.add((tag["path"], tag["name"], int(tag["line"])))
     return found

@@ -93,7 +93,9 @@ def history(tmp_path_factory):
                                                  "(SELECT count(*) FROM commit_files), "
                                                  "(SELECT count(*) FROM repo_files), "
                                                  "(SELECT count(*) FROM repo_docs), "
-                                                 "(SELECT count(*) FROM repo_state)")}
+                                                 "(SELECT count(*) FROM repo_state), "
+                                                 "(SELECT count(*) FROM code_files), "
+                                                 "(SELECT count(*) FROM code_symbols)")}
     return {"config": config, "first": first, "new_shas": added, "replacement": replacement,
             **runs}
 
@@ -104,7 +106,10 @@ def test_first_refresh_ingests_commits_files_and_persons(history):
     raw = layer(run["report"], "raw_repository")
     # three commits and the README; a first read deletes nothing
     assert (raw["new"], raw["deleted"], raw["failed"]) == (4, 0, 0)
+    code = layer(run["report"], "code_symbols")  # src/ingest.py and src/rules.py parsed
+    assert (code["new"], code["code_files"], code["code_symbols"]) == (2, 2, 2)
     state = run["state"]
+    assert {"src/ingest.py::dedupe", "src/rules.py::GUST"} <= state["chunk_paths"]
     assert set(state["commits"]) == set(history["first"])
     persons = [key for key, kind in state["nodes"].items() if kind == "person"]
     assert persons == ["person:dana@lumen.example"]  # three spellings of one person
@@ -133,8 +138,10 @@ def test_new_commits_are_the_only_work_of_the_next_refresh(history):
     run = history["added"]
     assert run["report"]["ok"], run["report"]
     assert layer(run["report"], "raw_repository")["new"] == 2
-    chunks = layer(run["report"], "chunks")
-    assert (chunks["new"], chunks["changed"], chunks["deleted"]) == (2, 0, 0)
+    code = layer(run["report"], "code_symbols")  # src/query.py new, src/rules.py changed
+    assert (code["new"], code["changed"], code["unchanged"]) == (1, 1, 1)
+    chunks = layer(run["report"], "chunks")  # two commits, the downsample function and FROST
+    assert (chunks["new"], chunks["changed"], chunks["deleted"]) == (4, 0, 0)
     assert layer(run["report"], "embeddings")["embedded"] == chunks["chunks_added"]
     state = run["state"]
     assert set(state["commits"]) == {*history["first"], *history["new_shas"]}
@@ -164,7 +171,7 @@ def test_a_repository_dropped_from_the_configuration_is_purged(history):
     run = history["removed"]
     assert run["report"]["ok"], run["report"]
     assert [s["source"] for s in run["report"]["sources"]] == ["lumen"]
-    assert run["raw_rows"] == [(0, 0, 0, 0, 0)]
+    assert run["raw_rows"] == [(0, 0, 0, 0, 0, 0, 0)]
     state = run["state"]
     assert state["commits"] == {} and state["chunk_ids"] == set() == state["vector_ids"]
     assert state["edges"] == set() and state["store_documents"] == set()

@@ -20,8 +20,9 @@ import duckdb
 from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.kind import Ingested, IngestRun
 from jarvis_core.sources.plan import ItemCounts
+from jarvis_core.sources.repo.code.languages import grammar_for, language_name
 from jarvis_core.sources.repo.code.model import PARSED, ParsedFile
-from jarvis_core.sources.repo.code.parse import PARSER_VERSION, language_of, parse_file
+from jarvis_core.sources.repo.code.parse import PARSER_VERSION, parse_file
 from jarvis_core.sources.repo.code.tables import (
     CODE_FILES,
     CODE_REFERENCES,
@@ -30,7 +31,6 @@ from jarvis_core.sources.repo.code.tables import (
     CODE_TABLES,
 )
 from jarvis_core.sources.repo.git import read_blobs
-from jarvis_core.sources.repo.sync import matches
 from jarvis_core.stores import tables
 
 BLOB_BATCH = 500  # files read from git and parsed per batch
@@ -42,14 +42,14 @@ def code_settings_id(settings) -> str:
 
 
 def wanted_files(conn: duckdb.DuckDBPyConnection, source: str, settings) -> dict[str, str]:
-    """Path -> blob sha of the files at the head the code layer reads."""
-    code = settings.code
-    if not code.enabled:
+    """Path -> blob sha of the files at the head in a language the parser reads (those it
+    then skips, as vendored or minified, are listed with the reason)."""
+    if not settings.code.enabled:
         return {}
     return {path: blob for path, blob in conn.execute(
         "SELECT path, blob_sha FROM repo_files WHERE source = ? AND blob_sha IS NOT NULL",
         [source]).fetchall()
-        if language_of(path) is not None and not matches(path, code.exclude)}
+        if grammar_for(path) is not None}
 
 
 def _rows(source: str, path: str, blob: str, parsed: ParsedFile, parse_ms: float
@@ -65,7 +65,8 @@ def _rows(source: str, path: str, blob: str, parsed: ParsedFile, parse_ms: float
 
 
 def _unreadable(source: str, path: str, blob: str, reason: str) -> dict:
-    return {"source": source, "path": path, "blob_sha": blob, "language": language_of(path),
+    return {"source": source, "path": path, "blob_sha": blob,
+            "language": language_name(grammar_for(path)),
             "status": "skipped", "reason": reason, "symbols": 0, "parse_ms": 0.0}
 
 

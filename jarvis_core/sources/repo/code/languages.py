@@ -82,6 +82,7 @@ class Grammar:
     bases: Mapping[str, str] = field(default_factory=dict)
     base_fields: Mapping[str, str] = field(default_factory=dict)
     comments: frozenset[str] = frozenset({"comment"})
+    bodies: frozenset[str] = frozenset()
     docstrings: bool = False
 
     @property
@@ -116,7 +117,8 @@ _JS = Grammar(
 _TS = replace(
     _JS, name="typescript", module="tree_sitter_typescript", function="language_typescript",
     definitions={
-        **_JS_DEFINITIONS, "public_field_definition": Definition(METHOD, value="value"),
+        **{kind: spec for kind, spec in _JS_DEFINITIONS.items() if kind != "field_definition"},
+        "public_field_definition": Definition(METHOD, value="value"),
         "abstract_class_declaration": _CLASS,
         "interface_declaration": Definition(INTERFACE), "enum_declaration": Definition(ENUM),
         "type_alias_declaration": Definition(TYPE), "internal_module": Definition(MODULE),
@@ -127,8 +129,9 @@ _TS = replace(
     wrappers=_JS.wrappers | {"ambient_declaration"})
 _C_FUNCTION = Definition(FUNCTION, name="declarator")
 _C_DEFINITIONS = {
-    "function_definition": _C_FUNCTION, "struct_specifier": Definition(STRUCT),
-    "union_specifier": Definition(STRUCT), "enum_specifier": Definition(ENUM),
+    "function_definition": _C_FUNCTION, "struct_specifier": Definition(STRUCT, needs_body=True),
+    "union_specifier": Definition(STRUCT, needs_body=True),
+    "enum_specifier": Definition(ENUM, needs_body=True),
     "type_definition": Definition(TYPE, name="declarator"),
 }
 _C = Grammar("c", "tree_sitter_c", definitions=_C_DEFINITIONS,
@@ -180,7 +183,7 @@ GRAMMARS: tuple[Grammar, ...] = (
         comments=frozenset({"line_comment", "block_comment"})),
     _C,
     replace(_C, name="cpp", module="tree_sitter_cpp", definitions={
-        **_C_DEFINITIONS, "class_specifier": _CLASS,
+        **_C_DEFINITIONS, "class_specifier": Definition(CLASS, needs_body=True),
         "namespace_definition": Definition(MODULE)},
         wrappers=frozenset({"template_declaration"}),
         bases={"base_class_clause": EXTENDS}),
@@ -201,6 +204,7 @@ GRAMMARS: tuple[Grammar, ...] = (
                      "function_declaration": _FUNCTION},
         calls={"call_expression": ""}, imports={"import": "written"},
         bases={"delegation_specifiers": EXTENDS},
+        bodies=frozenset({"class_body", "function_body", "enum_class_body"}),
         comments=frozenset({"line_comment", "block_comment"})),
     Grammar(
         "ruby", "tree_sitter_ruby",

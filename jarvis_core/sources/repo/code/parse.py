@@ -25,6 +25,9 @@ _READ_BYTES = 1 << 16
 
 
 DEFAULT_LIMITS = CodeSettings()
+# Raised when the same file would give other rows (new kinds, fields or languages): every
+# repository's code is parsed again.
+PARSER_VERSION = 1
 
 
 def parse_file(path: str, data: bytes, limits: CodeSettings = DEFAULT_LIMITS

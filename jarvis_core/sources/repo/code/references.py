@@ -16,12 +16,13 @@ from jarvis_core.sources.repo.code.languages import Grammar
 IDENTIFIERS = frozenset({
     "identifier", "type_identifier", "field_identifier", "property_identifier",
     "private_property_identifier", "shorthand_property_identifier", "constant", "name",
-    "simple_identifier", "destructor_name", "operator_name", "package_identifier"})
+    "simple_identifier", "destructor_name", "operator_name", "package_identifier",
+    "namespace_identifier"})
 # Fields leading from a declarator, member expression or call to the name it ends in.
 _NAME_FIELDS = ("declarator", "name", "property", "field", "attribute", "method")
 _CALLEE_FIELDS = _NAME_FIELDS + ("function",)  # Rust's generic_function
 # Fields holding what a member expression or qualified name is taken from.
-_OWNER_FIELDS = ("object", "scope", "path", "receiver", "expression", "operand")
+_OWNER_FIELDS = ("object", "scope", "path", "qualifier", "receiver", "expression", "operand")
 # Maximal nodes naming a type in a base clause; the subtrees never searched for one.
 _TYPE_NAMES = IDENTIFIERS | {"scoped_type_identifier", "scoped_identifier", "attribute",
                              "member_expression", "qualified_name", "qualified_identifier",
@@ -139,7 +140,7 @@ def _javascript_imports(node: Node, text: Callable[[Node], str]
 def type_names(clause: Node) -> Iterator[Node]:
     """The base types a clause lists (``(Base, mixins.Logged, metaclass=M)`` → ``Base``,
     ``mixins.Logged``), without their type arguments."""
-    stack = list(reversed(clause.named_children))
+    stack = [clause]
     while stack:
         node = stack.pop()
         if node.type in _TYPE_NAMES:
@@ -160,6 +161,9 @@ def leading_comment(outer: Node, grammar: Grammar, text: Callable[[Node], str]) 
     their markers."""
     lines: list[str] = []
     row = outer.start_point.row
+    while outer.prev_sibling is None and outer.parent is not None and \
+            outer.parent.start_byte == outer.start_byte:  # first in a body (Ruby)
+        outer = outer.parent
     sibling = outer.prev_sibling
     while sibling is not None and sibling.end_point.row >= row - 1 and \
             (sibling.type in grammar.comments or sibling.type in grammar.wrappers):

@@ -121,7 +121,8 @@ class FileReader:
         value = node.child_by_field_name(spec.value) if spec.value else None
         if spec.value and (value is None or value.type not in FUNCTION_VALUES):
             return None
-        body = (value or node).child_by_field_name(spec.body)
+        body = (value or node).child_by_field_name(spec.body) or next(
+            (child for child in node.named_children if child.type in self.grammar.bodies), None)
         if spec.needs_body and body is None:
             return None
         named = node.child_by_field_name(spec.name)
