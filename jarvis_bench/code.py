@@ -56,7 +56,7 @@ CTAGS_KINDS = {
     "PHP": {"class", "interface", "trait", "function"},
 }
 # ctags's invented names for anonymous functions (callbacks), which are no definitions.
-ANONYMOUS = ("AnonymousFunction", "__anon")
+ANONYMOUS = ("AnonymousFunction", "anonFunc", "__anon")
 CTAGS_TIMEOUT_SECONDS = 600
 SAMPLE = 15  # disagreements listed per side
 
@@ -114,10 +114,25 @@ def ctags_definitions(root: Path, paths: list[str]) -> set[tuple[str, str, int]]
     found = set()
     for line in done.stdout.splitlines():
         tag = json.loads(line)
-        if tag.get("_type") == "tag" and not tag["name"].startswith(ANONYMOUS) and \
-                tag.get("kind") in CTAGS_KINDS.get(tag.get("language", ""), ()):
+        if tag.get("_type") == "tag" and _is_definition(tag):
             found.add((tag["path"], tag["name"], int(tag["line"])))
     return found
+
+
+def _is_definition(tag: dict) -> bool:
+    """A tag of a definition kind, not named by ctags itself (an anonymous function), and in
+    JavaScript or TypeScript a ``class`` only where the line defines that name (``class X``,
+    ``function X``, ``x.X = function``): ctags also calls a variable holding an object
+    literal (``var users = {…}``) and the object a prototype method is put on a class,
+    which are values, not declarations."""
+    language, name = tag.get("language", ""), tag["name"]
+    if tag.get("kind") not in CTAGS_KINDS.get(language, ()) or name.startswith(ANONYMOUS):
+        return False
+    if language in ("JavaScript", "TypeScript") and tag["kind"] == "class":
+        word = re.escape(name)
+        return re.search(rf"\b(class|function)\s+{word}\b|\b{word}\s*[=:]\s*(async\s+)?"
+                         r"function\b", tag.get("pattern", "")) is not None
+    return True
 
 
 def agreement(ours: set[tuple[str, str, int]], theirs: set[tuple[str, str, int]],

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, cached_property
 from pathlib import PurePosixPath
 
 from tree_sitter import Language
@@ -34,7 +34,8 @@ from jarvis_core.sources.repo.code.model import (
 )
 
 # The nodes a function value is written as: `const f = () => {}` defines f.
-FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "generator_function"})
+FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "generator_function",
+                             "lambda"})
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ class Definition:
     holds one (``const f = () => …``); ``kinds``: its kind by the node type in field ``type``
     (Go's ``type X struct``), another type giving ``kind``; ``upper``: only a name in capitals
     at file or type level (a constant by convention); ``owner``: a field naming the type the
-    symbol belongs to (Go's method receiver); ``body``: the field holding its body (in the
+    symbol belongs to (Go's method receiver); ``inside``: only where its parent's parent is
+    one of these (an object literal's function is a method of a declared object, not of an
+    argument); ``body``: the field holding its body (in the
     value's node when ``value`` is set); ``needs_body``: without one it is only a mention
     (C's ``struct s *p;``)."""
 
@@ -57,6 +60,7 @@ class Definition:
     kinds: Mapping[str, str] = field(default_factory=dict)
     upper: bool = False
     owner: str | None = None
+    inside: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,14 @@ class Grammar:
     base_fields: Mapping[str, str] = field(default_factory=dict)
     comments: frozenset[str] = frozenset({"comment"})
     bodies: frozenset[str] = frozenset()
+    anonymous: frozenset[str] = frozenset()
     docstrings: bool = False
+
+    @cached_property
+    def read(self) -> frozenset[str]:
+        """Every node type the table names: the others are only walked through."""
+        return frozenset({*self.definitions, *self.scopes, *self.calls, *self.imports,
+                          *self.bases, *self.anonymous})
 
     @property
     def language(self) -> Language:
@@ -103,7 +114,10 @@ _JS_DEFINITIONS = {
     "variable_declarator": (Definition(FUNCTION, value="value"),
                             Definition(CONSTANT, upper=True)),
     "assignment_expression": Definition(FUNCTION, name="left", value="right"),
-    "pair": Definition(METHOD, name="key", value="value"),
+    "pair": Definition(METHOD, name="key", value="value", inside=frozenset({
+        "variable_declarator", "assignment_expression"})),
+    # a named function written as a value (a callback, a getter): as ctags reads it
+    "function_expression": _FUNCTION, "generator_function": _FUNCTION,
     "field_definition": Definition(METHOD, name="property", value="value"),
 }
 _JS = Grammar(
@@ -141,7 +155,8 @@ GRAMMARS: tuple[Grammar, ...] = (
     Grammar(
         "python", "tree_sitter_python",
         definitions={"function_definition": _FUNCTION, "class_definition": _CLASS,
-                     "assignment": Definition(CONSTANT, name="left", upper=True)},
+                     "assignment": (Definition(FUNCTION, name="left", value="right"),
+                                    Definition(CONSTANT, name="left", upper=True))},
         calls={"call": "function"},
         imports={"import_statement": "python", "import_from_statement": "python"},
         wrappers=frozenset({"decorated_definition", "expression_statement"}),
@@ -162,8 +177,10 @@ GRAMMARS: tuple[Grammar, ...] = (
                      "interface_declaration": Definition(INTERFACE),
                      "annotation_type_declaration": Definition(INTERFACE),
                      "enum_declaration": Definition(ENUM), "method_declaration": _METHOD,
-                     "constructor_declaration": _METHOD},
+                     "constructor_declaration": _METHOD,
+                     "annotation_type_element_declaration": _METHOD},
         calls={"method_invocation": "", "object_creation_expression": "type"},
+        anonymous=frozenset({"object_creation_expression"}),
         imports={"import_declaration": "dotted"},
         bases={"superclass": EXTENDS, "super_interfaces": IMPLEMENTS,
                "extends_interfaces": EXTENDS},

@@ -168,8 +168,11 @@ def leading_comment(outer: Node, grammar: Grammar, text: Callable[[Node], str]) 
     while sibling is not None and sibling.end_point.row >= row - 1 and \
             (sibling.type in grammar.comments or sibling.type in grammar.wrappers):
         if sibling.type in grammar.comments:
-            if sibling.end_point.row == row and sibling.start_point.row == row:
-                break  # a comment ending the line a definition starts on is not above it
+            before = sibling.prev_sibling
+            if sibling.start_point.row == row or (  # (a `#include` ends with its newline)
+                    before is not None and before.end_point.row == sibling.start_point.row
+                    and before.end_point.column > 0):
+                break  # a comment ending a line of code is that code's, not the definition's
             lines[:0] = _uncommented(text(sibling))
         row = sibling.start_point.row
         sibling = sibling.prev_sibling

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import textwrap
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
@@ -34,11 +34,13 @@ _TIME_CHECK_EVERY = 1024  # nodes between two looks at the clock
 @dataclass(frozen=True)
 class _Scope:
     """Where the walk is: the enclosing symbol (its index), the prefix qualifying names
-    inside it, and whether a function here is a method."""
+    inside it, whether a function here is a method, and whether definitions here have no
+    name to be reached by."""
 
     symbol: int | None = None
     prefix: str = ""
     typed: bool = False
+    anonymous: bool = False  # inside an anonymous class: no symbols
 
 
 @dataclass
@@ -61,6 +63,7 @@ class FileReader:
         self.grammar, self.data = grammar, data
         self.max_depth, self.deadline = max_depth, deadline
         self.found: list[_Found] = []
+        self.values: set[int] = set()  # function nodes read as a definition's value
         self.references: list[tuple[str, str, str | None, int | None | str, int]] = []
         self.truncated: str | None = None
 
@@ -79,15 +82,18 @@ class FileReader:
             if seen % _TIME_CHECK_EVERY == 0 and time.monotonic() > self.deadline:
                 self.truncated = "the time budget ran out before the end of the file"
                 break
-            inner = self._visit(node, scope)
-            stack.extend((child, inner, depth + 1) for child in reversed(node.named_children))
+            inner = self._visit(node, scope) if node.type in self.grammar.read else scope
+            if node.named_child_count:
+                stack.extend((child, inner, depth + 1) for child in reversed(node.named_children))
         return self._symbols(), self._references()
 
     def _visit(self, node: Node, scope: _Scope) -> _Scope:
         """Record what ``node`` defines or references; the scope its children are in."""
         grammar, kind = self.grammar, node.type
         inner = scope
-        if kind in grammar.definitions:
+        if kind in grammar.anonymous:
+            inner = replace(scope, anonymous=True)
+        elif kind in grammar.definitions and not scope.anonymous:
             inner = self._define(node, grammar.definitions[kind], scope) or scope
         elif kind in grammar.scopes:
             owner = _type_name(node.child_by_field_name(grammar.scopes[kind]))
@@ -118,8 +124,13 @@ class FileReader:
         return None
 
     def _definition(self, node: Node, spec: Definition, scope: _Scope) -> _Found | None:
+        if node.id in self.values:  # the function value of a definition already made
+            return None
         value = node.child_by_field_name(spec.value) if spec.value else None
         if spec.value and (value is None or value.type not in FUNCTION_VALUES):
+            return None
+        if spec.inside is not None and (node.parent is None or node.parent.parent is None
+                                        or node.parent.parent.type not in spec.inside):
             return None
         body = (value or node).child_by_field_name(spec.body) or next(
             (child for child in node.named_children if child.type in self.grammar.bodies), None)
@@ -145,6 +156,8 @@ class FileReader:
             kind = spec.kinds.get(getattr(node.child_by_field_name("type"), "type", ""), kind)
         if kind == FUNCTION and scope.typed and not owners:
             kind = METHOD
+        if value is not None:
+            self.values.add(value.id)
         return _Found(node, self._outer(node), body, kind, name,
                       scope.prefix + "".join(f"{part}." for part in owners) + name,
                       name_node.start_point.row + 1, scope.symbol)
