@@ -33,7 +33,7 @@ from jarvis_core.sources.references import (
     line_text,
 )
 from jarvis_core.sources.repo.code.graph import NO_CODE, CodeRows, extract_code_graph, file_node
-from jarvis_core.sources.repo.code.model import repo_file_key
+from jarvis_core.sources.repo.code.model import repo_file_key, symbol_key
 from jarvis_core.sources.repo.knowledge import is_knowledge_file
 from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
 
@@ -146,6 +146,18 @@ def _commits(graph: _Graph, commits: list[dict], files: list[dict],
         graph.cite(key, row["message"])
 
 
+def _modified_symbols(graph: _Graph, rows: list[dict]) -> None:
+    """MODIFIES from a commit to each symbol at the head its hunks touched
+    (code/modifies.py), the lines it touched there as evidence text."""
+    for row in rows:
+        key = commit_key(graph.repo, row["sha"])
+        first, last = row["start_line"], row["end_line"]
+        graph.edge(key, "MODIFIES", symbol_key(graph.repo, row["path"], row["symbol_id"]),
+                   "git_hunks", key, graph.first_chunk(key),
+                   f"{row['path']}:{first}{f'-{last}' if last != first else ''} "
+                   f"+{row['additions']} -{row['deletions']}")
+
+
 def _line_of(text: str, needle: str) -> int:
     at = text.find(needle)
     return text.count("\n", 0, at) + 1 if at >= 0 else 0
@@ -198,16 +210,18 @@ def _components(graph: _Graph, knowledge: list[dict], docs: dict[str, dict],
 def extract_repo_graph(repo: str, commits: list[dict], files: list[dict],
                        repo_files: list[dict], docs: list[dict], knowledge: list[dict],
                        chunks: list[dict], knowledge_dir: str = ".jarvis",
-                       known_people: Iterable[Identity] = (), code: CodeRows = NO_CODE
-                       ) -> SourceGraph:
+                       known_people: Iterable[Identity] = (), code: CodeRows = NO_CODE,
+                       commit_symbols: list[dict] = ()) -> SourceGraph:
     """The graph of one repository from its table rows, in a deterministic order;
-    ``known_people`` (identities other sources recorded) fold authors across sources."""
+    ``known_people`` (identities other sources recorded) fold authors across sources;
+    ``commit_symbols`` the symbols at the head commits modified."""
     graph = _Graph(repo, chunks)
     people = PersonDirectory([*known_people, *(Identity(row["author_name"], row["author_email"])
                                                for row in commits)])
     at_head = {row["path"]: row for row in repo_files}
     commits = sorted(commits, key=lambda row: row["sha"])
     _commits(graph, commits, files, people, at_head)
+    _modified_symbols(graph, commit_symbols)
     by_path = {row["path"]: row for row in docs}
     for row in sorted(docs, key=lambda r: r["path"]):
         key = repo_doc_key(repo, row["path"])
@@ -239,13 +253,17 @@ def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[d
                               knowledge_dir=settings.knowledge_dir,
                               known_people=other_people(rows),
                               code=CodeRows(rows["code_files"], rows["code_symbols"],
-                                            rows["code_references"]))
+                                            rows["code_references"]),
+                              commit_symbols=rows["commit_symbols"])
 
 
 EXTRACTOR = GraphExtractor(
     {"commits": "SELECT * EXCLUDE (source, ingested_at) FROM commits WHERE source = ?",
      "commit_files": "SELECT * EXCLUDE (source) FROM commit_files WHERE source = ?",
      "repo_files": "SELECT path, language FROM repo_files WHERE source = ?",
+     # the symbols still at the head: an edge to one gone would have no node
+     "commit_symbols": "SELECT c.* EXCLUDE (source) FROM commit_symbols c "
+                       "JOIN code_symbols s USING (source, path, symbol_id) WHERE c.source = ?",
      "repo_docs": "SELECT path, title, text FROM repo_docs WHERE source = ?",
      "repo_knowledge": "SELECT path, components FROM repo_knowledge WHERE source = ?",
      "code_files": "SELECT path, language FROM code_files WHERE source = ?",

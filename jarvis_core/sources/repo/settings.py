@@ -22,7 +22,9 @@ DEFAULT_CODE_EXCLUDE = ("**/vendor/**", "**/node_modules/**", "**/dist/**", "**/
 class CodeSettings(Strict):
     """How a repository's source code is read (``code:``): files over a limit, minified,
     binary, generated or matching ``exclude`` (as well as the repository's own) are skipped
-    and reported; a file is given ``time_budget_seconds`` and ``max_depth`` syntax levels."""
+    and reported; a file is given ``time_budget_seconds`` and ``max_depth`` syntax levels.
+    Of the commits an ingest reads, the newest ``history_commits`` have the symbols they
+    modified found (all of a later run's new commits, up to that many; code/modifies.py)."""
 
     enabled: bool = True
     max_file_bytes: int = Field(default=1_000_000, gt=0)
@@ -31,6 +33,7 @@ class CodeSettings(Strict):
     time_budget_seconds: float = Field(default=5.0, gt=0)
     max_depth: int = Field(default=500, gt=0)
     exclude: tuple[str, ...] = DEFAULT_CODE_EXCLUDE
+    history_commits: int = Field(default=1000, ge=0)
 
 
 class RepoConfig(SourceSettings):

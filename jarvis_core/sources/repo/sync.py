@@ -119,6 +119,10 @@ class RepoSync:
     removed_knowledge: set[str] = field(default_factory=set)
     failures: list[dict] = field(default_factory=list)  # path, reason
     warnings: list[str] = field(default_factory=list)
+    # the commits whose modified symbols this run finds (code/modifies.py); all stored ones
+    # are replaced when the settings they were found with changed
+    symbol_commits: list[str] = field(default_factory=list)
+    symbols_reset: bool = False
 
 
 def _modified(repo: Path, head: str, path: str, sync: RepoSync) -> datetime | None:
@@ -131,17 +135,23 @@ def _modified(repo: Path, head: str, path: str, sync: RepoSync) -> datetime | No
 
 
 def settings_id(branch: str, docs: Sequence[str], knowledge_dir: str,
-                exclude: Sequence[str]) -> str:
-    """What shapes the rows besides the history; a change re-reads files and docs."""
-    return json.dumps([branch, list(docs), knowledge_dir, list(exclude), KNOWLEDGE_VERSION])
+                exclude: Sequence[str], symbol_settings: str = "") -> str:
+    """What shapes the rows besides the history; a change re-reads files and docs, and
+    finds the symbols the newest commits modified again."""
+    return json.dumps([branch, list(docs), knowledge_dir, list(exclude), KNOWLEDGE_VERSION,
+                       *([symbol_settings] if symbol_settings else [])])
 
 
 def sync_repository(repo: Path, stored: StoredRepo, *, branch: str, docs: Sequence[str],
-                    knowledge_dir: str, exclude: Sequence[str]) -> RepoSync:
-    """Compare the repository at ``branch`` with what is stored and read what is new."""
+                    knowledge_dir: str, exclude: Sequence[str], symbol_depth: int = 0,
+                    symbol_settings: str = "") -> RepoSync:
+    """Compare the repository at ``branch`` with what is stored and read what is new. Of
+    the commits read, the newest ``symbol_depth`` are the ones whose modified symbols are
+    found; of the whole history when ``symbol_settings`` (what those are found with)
+    changed."""
     open_repository(repo)
     head = resolve_head(repo, branch)
-    settings = settings_id(branch, docs, knowledge_dir, exclude)
+    settings = settings_id(branch, docs, knowledge_dir, exclude, symbol_settings)
     sync = RepoSync(head=head, shallow=is_shallow(repo), settings=settings)
     if head == stored.head and settings == stored.settings:
         sync.unchanged = True
@@ -162,6 +172,9 @@ def sync_repository(repo: Path, stored: StoredRepo, *, branch: str, docs: Sequen
     sync.new_commits = commits
     sync.warnings += [f"commits/{c.sha}: {c.warning}" for c in commits if c.warning]
     sync.failures += [{"path": f"commits/{sha}", "reason": reason} for sha, reason in failed]
+    sync.symbols_reset = settings != stored.settings
+    sync.symbol_commits = (history if sync.symbols_reset
+                           else [commit.sha for commit in commits])[:symbol_depth]
 
     sync.files = [entry for entry in list_tree(repo, head) if not matches(entry.path, exclude)]
     wanted = {entry.path: entry for entry in sync.files

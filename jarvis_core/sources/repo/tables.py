@@ -23,6 +23,14 @@ COMMIT_FILES = Table("commit_files", pl.Schema({
     "additions": pl.Int32, "deletions": pl.Int32, "binary": pl.Boolean,
 }))
 
+# The symbols a commit modified (code/modifies.py), for the newest commits only
+# (``code.history_commits``): lines ``start_line``-``end_line`` of the file as the commit left
+# it are the ones it touched in the symbol, with the lines it added and deleted there.
+COMMIT_SYMBOLS = Table("commit_symbols", pl.Schema({
+    "source": pl.Utf8, "sha": pl.Utf8, "path": pl.Utf8, "symbol_id": pl.Utf8,
+    "start_line": pl.Int32, "end_line": pl.Int32, "additions": pl.Int32, "deletions": pl.Int32,
+}), ("source", "sha", "path", "symbol_id"))
+
 REPO_FILES = Table("repo_files", pl.Schema({
     "source": pl.Utf8, "path": pl.Utf8, "language": pl.Utf8, "size_bytes": pl.Int64,
     "blob_sha": pl.Utf8,
@@ -43,4 +51,5 @@ REPO_STATE = Table("repo_state", pl.Schema({
     "commit_count": pl.Int64, "settings": pl.Utf8, "ingested_at": pl.Datetime("us"),
 }), ("source",))
 
-TABLES = (COMMITS, COMMIT_FILES, REPO_FILES, REPO_DOCS, REPO_KNOWLEDGE, REPO_STATE, *CODE_TABLES)
+TABLES = (COMMITS, COMMIT_FILES, COMMIT_SYMBOLS, REPO_FILES, REPO_DOCS, REPO_KNOWLEDGE,
+          REPO_STATE, *CODE_TABLES)
