@@ -41,7 +41,7 @@ def _story_lines(data: dict) -> list[str]:
           "file": "commits that changed its file (none is recorded for the symbol itself)",
           None: "commits that changed it"}[data["commits_by"]]
     lines = ["", _heading(data, "commits", by)]
-    lines += [f"  {str(c['committed_at'] or '')[:10]}  {c['title']}{_opened_by(c)}"
+    lines += [f"  {(c['committed_at'] or '')[:10]}  {c['title']}{_opened_by(c)}"
               for c in data["commits"]] or ["  none"]
     lines += ["", _heading(data, "tickets", "tickets those commits cite")]
     lines += [f"  {t['title']}  ({'/'.join(t['relations'])} by "

@@ -209,7 +209,8 @@ def _code_item(edge: dict) -> dict:
 
 
 def _commit_item(edge: dict) -> dict:
-    return {**_item(edge), "committed_at": edge["modified_at"]}
+    committed = edge["modified_at"]
+    return {**_item(edge), "committed_at": committed.isoformat() if committed else None}
 
 
 def _ambiguous_calls(snapshot: Snapshot, symbol: Symbol) -> list[dict]:

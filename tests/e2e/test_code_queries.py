@@ -91,7 +91,7 @@ def test_the_mcp_tools_and_graph_search_start_from_the_symbol(project):
     assert graph.structured_content["center"]["key"] == CLAMP
     assert ISSUE in {edge["src"] for edge in graph.structured_content["relationships"][
         "MENTIONS"]}
-    sources = pack.structured_content["sources"]
+    sources = pack.structured_content["sources"]  # code is walked from its symbol's node
     assert sources[0]["key"] == "code:" + CLAMP.removeprefix("symbol:")
-    assert any(e["other"] == ISSUE for e in sources[0]["evidence"]) or ISSUE in {
-        node["key"] for node in pack.structured_content["subgraph"]["nodes"]}
+    assert ("CALLS", f"code:lumen/{API}::post_reading") in {
+        (edge["relation"], edge["other"]) for edge in sources[0]["evidence"]}
