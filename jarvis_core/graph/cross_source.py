@@ -14,6 +14,7 @@ import duckdb
 import polars as pl
 
 from jarvis_core.graph.sync import edge_row
+from jarvis_core.sources.code_references import AMBIGUOUS_SYMBOL
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
     AMBIGUOUS_DOCUMENT,
@@ -26,8 +27,10 @@ from jarvis_core.stores import tables
 from jarvis_core.stores.graph.base import GraphStore
 from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
 
-# Reasons listed in unresolved_references ('no_such_file': most path-like words are not paths).
-_LISTED = ("unresolved", "ambiguous", "unknown_project", "no_such_commit", AMBIGUOUS_DOCUMENT)
+# Reasons listed in unresolved_references ('no_such_file': most path-like words are not paths;
+# 'no_such_symbol': most backticked words are not code).
+_LISTED = ("unresolved", "ambiguous", "unknown_project", "no_such_commit", AMBIGUOUS_DOCUMENT,
+           AMBIGUOUS_SYMBOL)
 # Reasons the unresolved_references check warns about: a ticket that should exist.
 WARN_REASONS = ("unresolved", "ambiguous")
 
@@ -162,7 +165,8 @@ def read_inputs(conn: duckdb.DuckDBPyConnection) -> CrossInputs:
         tables.read_frame(
             conn, "SELECT DISTINCT ON (node_key) node_key, type, title, node_source, properties "
                   "FROM graph_nodes WHERE type IN ('ticket', 'commit', 'file', 'note', "
-                  "'repo_doc', 'person', 'thread', 'page') ORDER BY node_key, source"
+                  "'repo_doc', 'person', 'thread', 'page', 'symbol') "
+                  "ORDER BY node_key, source"
         ).to_dicts(),
         tables.read_frame(  # every source's copy: each knows other spellings
             conn, "SELECT node_key, title, properties, source FROM graph_nodes "

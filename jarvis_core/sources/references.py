@@ -14,13 +14,17 @@ same way:
 - Commit hashes: 7–40 hex digits between word boundaries with at least one letter and one
   digit; they count only when they resolve to exactly one known commit, so hex ids inside
   JSON or UUIDs never link by accident.
-- Repository paths with a folder and an extension (``ingest/handlers.py``), outside URLs.
+- Repository paths with a folder and an extension (``ingest/handlers.py``), outside URLs
+  (with a line, ``ingest/handlers.py:42``, they are a symbol's place, below).
 - Notes: ``[[Note title]]`` wikilinks and ``obsidian://open?...&file=<path>`` URLs (what a mail
   or a wiki page pastes); Confluence pages: ``/spaces/KEY/pages/<id>`` and
   ``viewpage.action?pageId=<id>`` URLs by id, ``/display/KEY/<Title>`` URLs by title; mail
   messages: ``mid:<id>`` URLs (RFC 2392) and ``Message-ID: <id>``. Each counts only when it
   resolves to a document some source holds (a note, a page, the thread holding the message);
   notes' unresolved wikilinks are tried as page titles by ``cross_source``.
+- Source-code symbols: ``UserService.createUser``, ``createUser()``, a backticked name,
+  ``path:line`` (``code_references``), each resolving to the symbol it names in any
+  repository when it names one.
 
 Finding is pure text work with spans; ``ReferenceIndex`` resolves what was found against the
 graph's nodes of every source.
@@ -34,6 +38,15 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, unquote_plus
+
+from jarvis_core.sources.code_references import (
+    LINE,
+    SYMBOL,
+    SymbolIndex,
+    find_symbol_mentions,
+    inside,
+    url_spans,
+)
 
 JIRA, GITHUB, COMMIT, PATH = "jira", "github", "commit", "path"
 NOTE, PAGE, PAGE_TITLE, MESSAGE = "note", "page", "page_title", "message"
@@ -64,7 +77,7 @@ _CLOSING_JIRA = re.compile(
 _MERGE_PULL = re.compile(r"\bMerge pull request #([1-9][0-9]*)(?![\w-])")
 _HASH = re.compile(r"(?<![\w@#/-])([0-9a-f]{7,40})(?![\w-])")
 _PATH = re.compile(
-    r"(?<![\w/.:@-])((?:[\w.-]+/)+[\w.-]*[A-Za-z0-9_]\.[A-Za-z0-9]{1,8})(?![\w/])")
+    r"(?<![\w/.:@-])((?:[\w.-]+/)+[\w.-]*[A-Za-z0-9_]\.[A-Za-z0-9]{1,8})(?![\w/]|:\d|#L\d)")
 _WIKILINK = re.compile(r"\[\[([^\[\]|#^\n]+?)\s*(?:[|#^][^\[\]\n]*)?\]\]")
 _OBSIDIAN_URL = re.compile(r"obsidian://open\?([^\s<>\"'()\[\]]+)")
 _PAGE_URL = re.compile(
@@ -83,9 +96,11 @@ _DOCUMENT_IDS = {"page": "page_id", "thread": "thread_id"}
 class Reference:
     """One place a text cites something: what kind, the normalised target, how."""
 
-    kind: str       # JIRA, GITHUB, COMMIT, PATH, NOTE, PAGE, PAGE_TITLE or MESSAGE
+    kind: str       # JIRA, GITHUB, COMMIT, PATH, NOTE, PAGE, PAGE_TITLE, MESSAGE, SYMBOL
+                    # or LINE
     target: str     # 'LUM-4', 'lumen#7' / 'owner/repo#7', a hex prefix, a repo path, a note
-                    # title or path, a page id or title, a Message-ID
+                    # title or path, a page id or title, a Message-ID, a (dotted) symbol
+                    # name, 'path:line'
     relation: str   # MENTIONS, or FIXES after a closing keyword
     written: str    # the text as written
     start: int      # character span in the text
@@ -139,11 +154,12 @@ def find_references(text: str, *, default_repo: str | None = None,
         written = match.group(1)
         if _HAS_LETTER.search(written) and _HAS_DIGIT.search(written):
             add(COMMIT, written, MENTIONS, match.start(1), match.end(1))
-    urls = [(m.start(), m.end()) for m in re.finditer(r"\w+://\S+", text)]
+    urls = url_spans(text)
     for match in _PATH.finditer(text):
-        if not any(start <= match.start(1) < end for start, end in urls):
+        if not inside(urls, match.start(1)):
             add(PATH, match.group(1), MENTIONS, match.start(1), match.end(1))
-    for kind, target, start, end in _document_citations(text):
+    for kind, target, start, end in (*_document_citations(text),
+                                     *find_symbol_mentions(text, urls)):
         add(kind, target, MENTIONS, start, end)
     return sorted(found.values(), key=lambda ref: (ref.start, ref.kind, ref.target))
 
@@ -219,6 +235,7 @@ class ReferenceIndex:
         self.files: dict[str, set[str]] = {}
         self.documents: dict[tuple[str, str], set[str]] = {}  # (kind, name) -> note/page/thread
         self.item: dict[str, str] = {}  # node key -> the item it is a copy of
+        self.symbols = SymbolIndex(self.files)
         for node in nodes:
             properties = node.get("properties") or {}
             if isinstance(properties, str):
@@ -245,6 +262,10 @@ class ReferenceIndex:
                 continue
             elif kind == "file" and properties.get("path"):
                 self.files.setdefault(str(properties["path"]), set()).add(key)
+                self.symbols.add_path(str(properties["path"]))
+                continue
+            elif kind == "symbol":
+                self.symbols.add(key, properties)
                 continue
             else:
                 for name in _document_names(kind, node.get("title"), properties):
@@ -261,7 +282,10 @@ class ReferenceIndex:
         """(node keys, reason): the copies of one item (one key per source holding it) and
         'resolved', or keys of several items and 'ambiguous', or none and 'unresolved' (a
         ticket of a project or repository some ticket set has), 'unknown_project' (a
-        key-like word no ticket set knows, e.g. UTF-8), 'no_such_commit' or 'no_such_file'."""
+        key-like word no ticket set knows, e.g. UTF-8), 'no_such_commit' or 'no_such_file';
+        symbols as ``SymbolIndex.resolve`` says."""
+        if kind in (SYMBOL, LINE):
+            return self.symbols.resolve(kind, target)
         if kind == COMMIT:
             prefix = target.lower()
             at = bisect.bisect_left(self.commits, (prefix, ""))

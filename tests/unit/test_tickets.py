@@ -227,7 +227,8 @@ def test_ticket_graph_normalises_link_direction_and_defers_outside_targets(jira)
     assert ("ticket:j/LUM-1", "MENTIONS", "ticket:j/LUM-3") in {
         (e.src, e.relation, e.dst) for e in graph.edges}
     assert {(r.kind, r.target) for r in graph.references if r.origin == "ticket:j/LUM-4"} == {
-        ("github", "lumen#7"), ("path", "src/lumen/ingest/dedupe.py")}
+        ("github", "lumen#7"), ("path", "src/lumen/ingest/dedupe.py"),
+        ("symbol", "observed_at"), ("symbol", "ingest_duplicates_total")}  # {{backticked}}
 
 
 def test_ticket_graph_fingerprints_change_only_for_the_edited_ticket(jira):

@@ -21,6 +21,7 @@ from functools import cache
 from urllib.parse import urlsplit
 
 from jarvis_core.settings import GraphSettings
+from jarvis_core.sources.code_references import LINE, SYMBOL
 from jarvis_core.sources.extraction import BrokenLink, GraphExtractor, Mention, SourceGraph
 from jarvis_core.sources.references import (
     COMMIT,
@@ -263,11 +264,11 @@ def _code_lines(body: str) -> set[int]:
 
 
 def _references(builder: _GraphBuilder, row: dict, text: NoteText) -> None:
-    """Tickets, commits, mail messages and pages the body cites outside code blocks, for
-    cross_source_links to resolve in whichever source holds them (their lines count the
-    whole file)."""
+    """Tickets, commits, mail messages, pages and code symbols the body cites outside code
+    blocks, for cross_source_links to resolve in whichever source holds them (their lines
+    count the whole file)."""
     found = [ref for ref in find_references(text.body)
-             if ref.kind in (JIRA, GITHUB, COMMIT, MESSAGE, PAGE)]
+             if ref.kind in (JIRA, GITHUB, COMMIT, MESSAGE, PAGE, SYMBOL, LINE)]
     code = _code_lines(text.body) if found else set()
     for ref in found:
         if ref.line not in code:
