@@ -53,7 +53,8 @@ _MATCHES = f"""
         FROM code_symbols WHERE source IN (SELECT unnest($repos)))
     SELECT {", ".join(_SYMBOL_COLUMNS)} FROM named WHERE how IS NOT NULL
     QUALIFY how = min(how) OVER ()
-        AND (how <> 1 OR end_line - start_line = min(end_line - start_line)
+        AND (how <> 1 OR end_line - start_line = min(CASE WHEN how = 1
+                                                          THEN end_line - start_line END)
                                                   OVER (PARTITION BY source, path))
     ORDER BY source, path, start_line, symbol_id"""
 # The edges touching a node, with the node at their other end and, when that node is a
