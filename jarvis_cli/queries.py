@@ -21,8 +21,8 @@ from jarvis_query.render import (
 )
 from jarvis_query.render_code import render_code_results, render_symbol
 
-_TYPE_HELP = ("Only this source type (repeatable): note, commit, repo_doc, ticket, email "
-              "(mail threads), page (Confluence).")
+_TYPE_HELP = ("Only this source type (repeatable): note, commit, repo_doc, code (one "
+              "document per symbol), ticket, email (mail threads), page (Confluence).")
 _CHUNKS = click.option("--chunks", "chunks", is_flag=True,
                        help="Every matching chunk (a document's chunks apart) instead of one "
                             "hit per document.")

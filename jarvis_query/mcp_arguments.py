@@ -80,8 +80,9 @@ Group = Annotated[Literal[GROUPS], Field(
                 "how many of its chunks matched and their headings; chunk: every matching "
                 "chunk, a document's chunks apart.")]
 SourceTypes = Annotated[list[Literal[SOURCE_TYPES]] | None, Field(
-    description="Only these source types: note, commit, repo_doc, ticket, email (mail "
-                "threads), page (Confluence).", max_length=MAX_LIST_ITEMS)]
+    description="Only these source types: note, commit, repo_doc, code (one document per "
+                "symbol), ticket, email (mail threads), page (Confluence).",
+    max_length=MAX_LIST_ITEMS)]
 Tags = Annotated[list[Annotated[str, Field(max_length=MAX_NAME_CHARS)]] | None, Field(
     description="Only chunks carrying any of these tags.", max_length=MAX_LIST_ITEMS)]
 ModifiedAfter = Annotated[str | None, Field(
