@@ -22,10 +22,11 @@ from jarvis_resources import GraphStoreResource, TablesResource
 )
 def cross_source_links(context: dg.AssetExecutionContext, tables: TablesResource,
                        graph: GraphStoreResource) -> dg.MaterializeResult:
-    """Edges from notes, commits and tickets to the tickets, commits and files they cite in
-    other sources (commit -FIXES-> ticket, note -MENTIONS-> commit, ticket -MENTIONS-> file,
-    ticket -BLOCKS-> ticket of another set...), each with the citing chunks as evidence, and
-    SAME_AS between person nodes that sources keyed apart but that are one person.
+    """Edges from notes, commits, tickets, mail and pages to the tickets, commits, files and
+    code symbols they cite in other sources (commit -FIXES-> ticket, note -MENTIONS-> commit,
+    ticket -MENTIONS-> file, ticket -MENTIONS-> symbol, ticket -BLOCKS-> ticket of another
+    set...), each with the citing chunks as evidence, and SAME_AS between person nodes that
+    sources keyed apart but that are one person.
 
     Every source's graph run records its references in ``graph_references``; this asset
     resolves all of them against the nodes of every source, rewrites the cross-source edges

@@ -43,6 +43,7 @@ def embeddings(context: dg.AssetExecutionContext, tables: TablesResource,
         "embed_seconds": round(report.embed_seconds, 3),
         "total_seconds": round(time.perf_counter() - started, 3),
         "model": embedder.model, "backend": embedder.backend or "(not loaded)",
+        "precision": embedder.choice.precision, "backend_reason": embedder.choice.reason,
         "dimension": embedder.dimension,
         "vector_store": vectors.backend, "collection": vectors.collection,
     })

@@ -48,7 +48,8 @@ def serving_snapshot(context: dg.AssetExecutionContext, jarvis: JarvisConfigReso
         published = publish_version(tables.get_connection, config.data_dir,
                                     registry.published_tables(), vector_store,
                                     graph_store, stores.enter_context(keyword.open()),
-                                    graph.backend, settings_fingerprint(config), query_model)
+                                    graph.backend, settings_fingerprint(config),
+                                    vectors.embedder.choice.as_dict(), query_model)
     version = published.version
     context.log.info(f"published serving version {version.name}")
     return dg.MaterializeResult(metadata={
@@ -57,6 +58,7 @@ def serving_snapshot(context: dg.AssetExecutionContext, jarvis: JarvisConfigReso
         "vectors_by_source": dg.MetadataValue.json(published.vectors_by_source),
         "vectors_complete": version.manifest["vectors_complete"],
         "collection": vectors.collection,
+        "embedding_backend": dg.MetadataValue.json(version.manifest["embedding"]),
         "query_model": version.manifest["encoder"] or f"none: {why_none}",
         "publish_seconds": round(time.perf_counter() - started, 3),
     })

@@ -31,6 +31,7 @@ from jarvis_core.sources.repo.code.model import (
     FUNCTION,
     INTERFACE,
     METHOD,
+    PARTIAL,
     SKIPPED,
     STRUCT,
     TRAIT,
@@ -56,7 +57,7 @@ CTAGS_KINDS = {
     "PHP": {"class", "interface", "trait", "function"},
 }
 # ctags's invented names for anonymous functions (callbacks), which are no definitions.
-ANONYMOUS = ("AnonymousFunction", "anonFunc", "__anon")
+ANONYMOUS = ("AnonymousFunction", "AnonymousClass", "anonFunc", "__anon", "<lambda>")
 CTAGS_TIMEOUT_SECONDS = 600
 SAMPLE = 15  # disagreements listed per side
 
@@ -90,7 +91,7 @@ def run_code_benchmark(repo: Path) -> dict:
             "version": _ctags_version()},
         "parse": {"files": len(parsed), "symbols": symbols,
                   "references": sum(len(result.references) for result in parsed.values()),
-                  "partial": sum(result.status == "partial" for result in parsed.values()),
+                  "partial": sum(result.status == PARTIAL for result in parsed.values()),
                   "skipped": dict(skipped), "seconds": round(seconds, 3),
                   "files_per_s": round(len(parsed) / seconds, 1) if seconds else None,
                   "symbols_per_s": round(symbols / seconds, 1) if seconds else None},
@@ -120,18 +121,22 @@ def ctags_definitions(root: Path, paths: list[str]) -> set[tuple[str, str, int]]
 
 
 def _is_definition(tag: dict) -> bool:
-    """A tag of a definition kind, not named by ctags itself (an anonymous function), and in
-    JavaScript or TypeScript a ``class`` only where the line defines that name (``class X``,
-    ``function X``, ``x.X = function``): ctags also calls a variable holding an object
-    literal (``var users = {…}``) and the object a prototype method is put on a class,
-    which are values, not declarations."""
+    """A tag of a definition kind, not named by ctags itself (an anonymous function or
+    class), on a line that declares it where ctags is known to tag more: in JavaScript and
+    TypeScript a ``class`` only where the line defines that name (``class X``, ``function
+    X``, ``x.X = function``), as ctags also calls a variable holding an object literal (``var
+    users = {…}``) and the object a prototype method is put on a class; in Kotlin a
+    ``method`` only on a line with ``fun``, as ctags also tags a lambda's parameters
+    (``forEach { arg -> … }``) as methods."""
     language, name = tag.get("language", ""), tag["name"]
     if tag.get("kind") not in CTAGS_KINDS.get(language, ()) or name.startswith(ANONYMOUS):
         return False
+    word, pattern = re.escape(name), tag.get("pattern", "")
     if language in ("JavaScript", "TypeScript") and tag["kind"] == "class":
-        word = re.escape(name)
         return re.search(rf"\b(class|function)\s+{word}\b|\b{word}\s*[=:]\s*(async\s+)?"
-                         r"function\b", tag.get("pattern", "")) is not None
+                         r"function\b", pattern) is not None
+    if language == "Kotlin" and tag["kind"] == "method":
+        return re.search(r"\bfun\b", pattern) is not None
     return True
 
 

@@ -1,9 +1,13 @@
 """``jarvis bench embed``: speed and fidelity of each embedding backend on this machine.
 
 Speed is chunks per second on deterministic English-like chunks of 190-220 model tokens (the
-size the chunker makes), after one warm-up batch, median of three runs. Fidelity is measured
-against torch-fp32, the reference: the cosine between each chunk's two embeddings, and how
-many of each chunk's ten nearest neighbours stay the same (what search results would see).
+size the chunker makes), after one warm-up batch, median of three runs, with the cores the
+process kept busy and the share of the CPU's measured matmul peak that is
+(jarvis_bench/embed_tuning.py, with the OpenVINO hints, streams and batch sizes compared).
+Fidelity is measured against torch-fp32, the reference: the cosine between each chunk's two
+embeddings, and how many of each chunk's ten nearest neighbours stay the same (what search
+results would see). With a BEIR dataset (SciFact), retrieval quality too: the quality gate
+``auto`` is held to (jarvis_bench/embed_quality.py).
 """
 
 from __future__ import annotations
@@ -16,14 +20,20 @@ from pathlib import Path
 
 import numpy as np
 
-from jarvis_core.text.embedder import (
+from jarvis_bench.embed_quality import scifact_quality
+from jarvis_bench.embed_tuning import flops_per_chunk, matmul_peak, openvino_settings
+from jarvis_core.config import JarvisConfig
+from jarvis_core.embedding_backends import (
     AUTO,
     BACKENDS,
+    OPENVINO,
+    OPENVINO_BACKENDS,
     TORCH_FP32,
-    Embedder,
     backend_problem,
-    cpu_has_native_bf16,
+    choose_backend,
+    cpu_bf16_flags,
 )
+from jarvis_core.text.embedder import Embedder, default_cache_dir
 from jarvis_core.text.embedding_cache import CachedEmbedder, cache_file
 from jarvis_core.text.tokens import token_counter
 
@@ -79,7 +89,7 @@ def seed_vectors(embedder: Embedder, texts: list[str], cache_dir: Path | None) -
     only a first run embeds them (what is timed is search, not this)."""
     if cache_dir is None:
         return embedder.embed(texts)
-    cache = CachedEmbedder(cache_file(cache_dir, embedder.model, embedder.backend),
+    cache = CachedEmbedder(cache_file(cache_dir, embedder.model, embedder.precision),
                            lambda: embedder)
     try:
         return cache.embed(texts)
@@ -96,11 +106,18 @@ def sentence(rng: random.Random) -> str:
 
 
 def run_embed_benchmark(
-    model: str, n_chunks: int = 256, batch_size: int = 32, cache_dir: Path | None = None
+    model: str, n_chunks: int = 256, batch_size: int = 32, cache_dir: Path | None = None,
+    *, tuning: bool = True, scifact: Path | None = None, config: JarvisConfig | None = None,
+    scifact_backends: tuple[str, ...] = BACKENDS,
 ) -> dict:
-    """Measure every embedding backend, and the one ``auto`` picks, on ``n_chunks`` chunks."""
+    """Measure every embedding backend, and the one ``auto`` picks, on ``n_chunks`` chunks;
+    with ``tuning``, the share of peak and OpenVINO's settings; with ``scifact`` (a BEIR
+    dataset, chunked as ``config`` says), the quality gate of ``scifact_backends`` (float32
+    OpenVINO, the reference, always)."""
     if n_chunks <= NEIGHBOURS:
         raise ValueError(f"n_chunks must exceed {NEIGHBOURS} to compare nearest neighbours")
+    if scifact is not None and config is None:
+        raise ValueError("scifact needs the configuration its corpus is chunked with")
     chunks = synthetic_chunks(model, n_chunks)
     token_counts = token_counter(model).count(chunks)
     unavailable = {backend: {"available": False, "reason": problem}
@@ -110,12 +127,13 @@ def run_embed_benchmark(
                  for backend in (*BACKENDS, AUTO) if backend not in unavailable}
     runs = _measure(embedders, chunks, batch_size)
     reference = runs[REFERENCE_BACKEND]["embeddings"]
-    reports = {name: _report(run, reference) for name, run in runs.items()}
+    reports = {name: {"precision": embedders[name].precision, **_report(run, reference)}
+               for name, run in runs.items()}
     backends = {backend: unavailable.get(backend) or reports[backend] for backend in BACKENDS}
-    default_backend = embedders[AUTO].backend
+    choice = choose_backend(AUTO)
     fastest = max((name for name, entry in backends.items() if entry.get("meets_cosine_bar")),
                   key=lambda name: backends[name]["chunks_per_s"])
-    return {
+    result = {
         "model": model,
         "n_chunks": n_chunks,
         "batch_size": batch_size,
@@ -124,12 +142,40 @@ def run_embed_benchmark(
         "machine": _machine(),
         "reference_backend": REFERENCE_BACKEND,
         "cosine_bar": COSINE_BAR,
-        "backends": {**backends, AUTO: {"backend": default_backend, **reports[AUTO]}},
-        "default_backend": default_backend,
+        "backends": {**backends, AUTO: {"backend": embedders[AUTO].backend, **reports[AUTO]}},
+        "default_backend": embedders[AUTO].backend,
+        "auto_choice": choice.as_dict(),
         "fastest_backend": fastest,
         "default_vs_fastest": round(
             reports[AUTO]["chunks_per_s"] / backends[fastest]["chunks_per_s"], 3),
     }
+    if tuning:
+        result["peak"] = _share_of_peak(model, result["backends"],
+                                        result["chunk_tokens"]["mean"])
+        if choice.backend in OPENVINO_BACKENDS:
+            result["openvino_settings"] = openvino_settings(
+                model, cache_dir or default_cache_dir(), chunks, choice.precision)
+    if scifact is not None:  # float32 OpenVINO is torch-fp32 within 1e-7 and 3x faster
+        result["scifact"] = scifact_quality(
+            scifact, config, {name: embedders[name] for name in BACKENDS if name in embedders
+                              and (name in scifact_backends or name == OPENVINO)},
+            OPENVINO if OPENVINO in embedders else REFERENCE_BACKEND)
+    return result
+
+
+def _share_of_peak(model: str, backends: dict, mean_tokens: float) -> dict:
+    """The model's FLOPs per chunk, this CPU's matmul peak per precision, and each
+    backend's achieved GFLOP/s as a share of the peak in its precision."""
+    flops = flops_per_chunk(model, mean_tokens)
+    measured = [entry for entry in backends.values() if entry.get("chunks_per_s")]
+    peaks = {precision: matmul_peak(precision)
+             for precision in sorted({entry["precision"] for entry in measured})}
+    if flops is not None:
+        for entry in measured:
+            entry["gflops"] = round(entry["chunks_per_s"] * flops / 1e9, 1)
+            entry["share_of_peak"] = round(entry["gflops"] / peaks[entry["precision"]], 3)
+    return {"gflop_per_chunk": flops and round(flops / 1e9, 3),
+            "matmul_peak_gflops": peaks}
 
 
 def _measure(embedders: dict[str, Embedder], chunks: list[str], batch_size: int) -> dict:
@@ -183,4 +229,4 @@ def _machine() -> dict:
 
     return {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
             "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "native_bf16": cpu_has_native_bf16()}
+            "native_bf16_flags": cpu_bf16_flags()}

@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from jarvis_core.config import JarvisConfig
@@ -91,14 +92,17 @@ def chunk_corpus(dataset: BeirDataset, config: JarvisConfig) -> pl.DataFrame:
 MODES = ("dense", "bm25", "hybrid")
 
 
-def dense_hits(dataset: BeirDataset, chunks: pl.DataFrame, embedder,
-               index_dir: Path) -> dict[str, list[tuple[str, float]]]:
-    """Index the chunks (reusing vectors already in ``index_dir``); each query's best chunks."""
-    collection = collection_name(embedder.model, embedder.dimension)
+def dense_hits(dataset: BeirDataset, chunks: pl.DataFrame, embedder, index_dir: Path,
+               query_vectors: np.ndarray | None = None) -> dict[str, list[tuple[str, float]]]:
+    """Index the chunks (reusing vectors already in ``index_dir``); each query's best chunks,
+    found with ``query_vectors`` (rows in the order of ``dataset.queries``: another
+    embedder's, as the query side encodes queries) or else the embedder's own."""
+    collection = collection_name(embedder.model, embedder.dimension, embedder.precision)
     with EdgeVectorStore(index_dir, collection, embedder.dimension, embedder.model) as vectors:
         sync_source(EVAL_SOURCE, chunks, vectors, embedder)
         query_ids = list(dataset.queries)
-        query_vectors = embedder.embed([dataset.queries[q] for q in query_ids])
+        if query_vectors is None:
+            query_vectors = embedder.embed([dataset.queries[q] for q in query_ids])
         return {query_id: [(hit.chunk_id, hit.score)
                            for hit in vectors.search(vector, limit=CANDIDATE_CHUNKS)]
                 for query_id, vector in zip(query_ids, query_vectors, strict=True)}
@@ -130,18 +134,31 @@ def rankings(dataset: BeirDataset, config: JarvisConfig, modes: tuple[str, ...],
     if unknown:
         raise ValueError(f"unknown mode {unknown[0]!r}: expected one of {', '.join(MODES)}")
     chunks = chunk_corpus(dataset, config)
-    found = {chunk_id: Place(EVAL_SOURCE, doc_id, "")
-             for chunk_id, doc_id in zip(chunks["chunk_id"], chunks["path"], strict=True)}
+    found = places(chunks)
     legs = {}
     if {"dense", "hybrid"} & set(modes):
         legs["dense"] = dense_hits(dataset, chunks, embedder, index_dir)
     if {"bm25", "hybrid"} & set(modes):
         legs["bm25"] = keyword_hits(dataset, chunks,
                                     index_dir.with_name(f"{index_dir.name}.keyword"))
+    return ranked_by_group(legs, modes, found)
+
+
+def places(chunks: pl.DataFrame) -> dict[str, Place]:
+    """chunk id -> its document, for grouping."""
+    return {chunk_id: Place(EVAL_SOURCE, doc_id, "")
+            for chunk_id, doc_id in zip(chunks["chunk_id"], chunks["path"], strict=True)}
+
+
+def ranked_by_group(legs: dict[str, dict[str, list[tuple[str, float]]]], modes: tuple[str, ...],
+                    found: dict[str, Place]) -> dict[str, dict[str, Ranking]]:
+    """mode -> group -> each query's documents with their scores, from each leg's chunk hits
+    per query (``legs`` has "dense" and/or "bm25", whichever ``modes`` need)."""
+    query_ids = list(next(iter(legs.values())))
     ranked = {}
     for mode in modes:
         by_group = {CHUNK: {}, DOCUMENT: {}}
-        for query_id in dataset.queries:
+        for query_id in query_ids:
             if mode == "hybrid":
                 keyword, dense = legs["bm25"][query_id], legs["dense"][query_id]
                 by_group[CHUNK][query_id] = _folded(fuse(keyword, dense), found)

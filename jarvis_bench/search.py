@@ -61,7 +61,7 @@ def _publish(data_dir: Path, embedder: Embedder, rows: list[dict], vectors: np.n
         serving.copy_tables(conn, staging, {"chunks": "SELECT * FROM bench_chunks"},
                             {name: on for name, on in serving.SERVING_INDEXES.items()
                              if on.startswith("chunks(")})
-    collection = collection_name(embedder.model, embedder.dimension)
+    collection = collection_name(embedder.model, embedder.dimension, embedder.precision)
     with EdgeVectorStore(data_dir / "vectors", collection, embedder.dimension,
                          embedder.model) as vector_store:
         for start in range(0, len(rows), 4096):

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from jarvis_cli.common import CliContext, answering, emit
+from jarvis_core.embedding_backends import BACKENDS
 from jarvis_query.render import table
 
 
@@ -68,22 +69,48 @@ def bench() -> None:
 @bench.command(name="embed")
 @click.option("--chunks", "n_chunks", default=256, show_default=True)
 @click.option("--batch-size", default=32, show_default=True)
+@click.option("--scifact", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="A BEIR dataset (../shared/eval/scifact): the quality gate, "
+              "nDCG@10 dense and hybrid per backend (minutes: each embeds the corpus).")
+@click.option("--scifact-backends", default=",".join(BACKENDS), show_default=True,
+              help="Comma-separated backends the quality gate measures (float32 OpenVINO, "
+              "the reference, always).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def bench_embed(obj: CliContext, n_chunks: int, batch_size: int, as_json: bool) -> None:
-    """Embedding throughput and fidelity of every backend available here."""
+def bench_embed(obj: CliContext, n_chunks: int, batch_size: int, scifact: Path | None,
+                scifact_backends: str, as_json: bool) -> None:
+    """Embedding throughput, fidelity and share of the CPU's peak of every backend available
+    here, OpenVINO's hints, streams and batch sizes compared, and the one auto picks."""
     from jarvis_bench.embed import run_embed_benchmark
 
     config = obj.config()
     result = run_embed_benchmark(config.embedding.model, n_chunks=n_chunks,
-                                 batch_size=batch_size, cache_dir=config.cache_dir)
+                                 batch_size=batch_size, cache_dir=config.cache_dir,
+                                 scifact=scifact, config=config,
+                                 scifact_backends=tuple(scifact_backends.split(",")))
 
     def render(data: dict) -> None:
         rows = [{"backend": name, **entry} for name, entry in data["backends"].items()]
-        click.echo(table(rows, ["backend", "chunks_per_s", "mean_cosine", "min_cosine",
+        click.echo(table(rows, ["backend", "precision", "chunks_per_s", "cores_used",
+                                 "share_of_peak", "mean_cosine", "min_cosine",
                                  "top10_overlap", "reason"]))
-        click.echo(f"default: {data['default_backend']} = {data['default_vs_fastest']:.0%} "
-                   f"of the fastest ({data['fastest_backend']})")
+        if "openvino_settings" in data:
+            click.echo(table(data["openvino_settings"], ["hint", "streams", "requests",
+                                                         "batch_size", "chunks_per_s"]))
+        if "scifact" in data:
+            click.echo(table([{"backend": name, "chunks_per_s": entry["chunks_per_s"],
+                               **{f"{mode} ({queries})": entry[queries][mode]["ndcg_at_10"]
+                                  for queries in ("own_queries", "f32_queries")
+                                  for mode in ("dense", "hybrid")},
+                               "gate": entry["meets_gate"]}
+                              for name, entry in data["scifact"]["backends"].items()],
+                             ["backend", "chunks_per_s", "dense (own_queries)",
+                              "hybrid (own_queries)", "dense (f32_queries)",
+                              "hybrid (f32_queries)", "gate"]))
+        auto = data["auto_choice"]
+        click.echo(f"auto: {auto['backend']} ({auto['precision']}): {auto['reason']}; "
+                   f"{data['default_vs_fastest']:.0%} of the fastest "
+                   f"({data['fastest_backend']})")
 
     emit(result, as_json, render)
 

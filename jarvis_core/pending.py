@@ -16,6 +16,7 @@ import json
 import duckdb
 
 from jarvis_core.config import JarvisConfig
+from jarvis_core.embedding_backends import F32, choose_backend
 from jarvis_core.sources import registry
 from jarvis_core.sources.changes import published_rows
 from jarvis_core.sources.kind import SourceUnreachable
@@ -30,10 +31,16 @@ LAYERS_VERSION = 3
 
 def settings_fingerprint(config: JarvisConfig) -> str:
     """Everything that shapes what the layers hold: the configuration (sources and their
-    settings, chunking, the model, graph, analytics, limits) and ``LAYERS_VERSION``;
+    settings, chunking, the model and the precision it computes in here, graph, analytics,
+    limits) and ``LAYERS_VERSION``;
     schedules, the Dagster instance's storages and credentials do not."""
     shaping = config.model_dump(mode="json", exclude=_NOT_SHAPING)
     shaping["layers"] = LAYERS_VERSION
+    precision = choose_backend(config.embedding.backend, config.embedding.device).precision
+    if precision != F32:  # float32, all that earlier releases embedded in, leaves it as it was
+        # ``auto`` on another CPU (or a new release) may embed in another precision: a new
+        # collection, so every source runs to fill it.
+        shaping["embedding"]["precision"] = precision
     shaping["kinds"] = {name: config.source_kind(name) for name in config.source_names}
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -100,7 +100,8 @@ class EmbeddingSettings(Strict):
     model: str = DEFAULT_MODEL
     device: str = "cpu"
     batch_size: int = Field(default=32, gt=0)
-    backend: Literal["auto", "torch-fp32", "torch-bf16", "openvino"] = "auto"
+    # jarvis_core/embedding_backends.py: what each is, and what auto takes on which CPU
+    backend: Literal["auto", "openvino", "openvino-bf16", "torch-fp32", "torch-bf16"] = "auto"
     cache: bool = Field(default=True, description="reuse vectors of texts embedded before "
                         "(a renamed note, a rebuilt store) from the cache directory")
 

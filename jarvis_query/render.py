@@ -224,8 +224,16 @@ def render_status(data: dict) -> str:
     return "\n".join([
         f"data directory: {data['data_dir']}",
         f"published: {published['version']} ({published['model']}) at "
-        f"{published['published_at'][:19]}Z", *_version_notes(published),
+        f"{published['published_at'][:19]}Z", *_embedding_lines(published),
+        *_version_notes(published),
         table(rows, ["name", "kind", "published", *data["totals"], "path"])])
+
+
+def _embedding_lines(published: dict) -> list[str]:
+    """How the version's vectors were embedded: the backend, its precision and why."""
+    embedding = published.get("embedding")
+    return [f"embedded with {embedding['backend']} ({embedding['precision']}): "
+            f"{embedding['reason']}"] if embedding else []
 
 
 def _figure_lines(name: str, value: dict | list) -> list[str]:

@@ -47,6 +47,8 @@ def _published(snapshot: Snapshot) -> dict:
     manifest = snapshot.version.manifest
     return {"version": snapshot.version.name, "published_at": manifest["published_at"],
             "model": manifest["model"], "embeddings": snapshot.embeddings,
+            # the backend, precision and why (absent from versions before they were noted)
+            "embedding": manifest.get("embedding"),
             "unreadable": [problem.as_dict() for problem in snapshot.skipped]}
 
 

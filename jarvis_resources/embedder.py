@@ -34,6 +34,15 @@ class EmbedderResource(ConfigurableResource):
         """The backend the loaded model runs on; None while nothing needed it."""
         return self._embedder.backend if self._embedder is not None else None
 
+    @property
+    def choice(self):
+        """The backend the configuration and this CPU choose, with its precision and why
+        (jarvis_core.embedding_backends.BackendChoice), known without loading the model."""
+        from jarvis_core.embedding_backends import choose_backend
+
+        settings = self.jarvis.load().embedding
+        return choose_backend(settings.backend, settings.device)
+
     def embed(self, texts: list[str]):
         """Embed chunks; with ``embedding.cache`` texts embedded before come from the cache
         and the model is loaded only for the others."""
@@ -44,7 +53,8 @@ class EmbedderResource(ConfigurableResource):
             from jarvis_core.text.embedding_cache import CachedEmbedder, cache_file
 
             self._cache = CachedEmbedder(
-                cache_file(self.jarvis.load().cache_dir, settings.model, settings.backend),
+                cache_file(self.jarvis.load().cache_dir, settings.model,
+                           self.choice.precision),
                 self.get)
         return self._cache.embed(texts)
 

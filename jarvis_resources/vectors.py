@@ -13,10 +13,11 @@ from jarvis_resources.tables import TablesResource
 
 
 class VectorStoreResource(ConfigurableResource):
-    """The configured model's collection. A store is opened per use and closed right after,
-    so the Edge shard's directory lock is held only while a step writes; opening needs the
-    model's name and dimension, never its weights. A damaged or emptied store is rebuilt
-    from the chunks table when opened (``jarvis_core.stores.healing``)."""
+    """The configured model's collection, for the precision it computes in here. A store is
+    opened per use and closed right after, so the Edge shard's directory lock is held only
+    while a step writes; opening needs the model's name and dimension, never its weights. A
+    damaged or emptied store is rebuilt from the chunks table when opened
+    (``jarvis_core.stores.healing``)."""
 
     jarvis: JarvisConfigResource
     embedder: EmbedderResource
@@ -28,7 +29,8 @@ class VectorStoreResource(ConfigurableResource):
 
     @property
     def collection(self) -> str:
-        return collection_name(self.embedder.model, self.embedder.dimension)
+        return collection_name(self.embedder.model, self.embedder.dimension,
+                               self.embedder.choice.precision)
 
     def _store(self) -> VectorStore:
         config = self.jarvis.load()

@@ -12,7 +12,8 @@ A mention is written the way people write code in prose:
   (a part with an underscore or a camelCase hump, or a leading CapitalisedName):
   ``e.g``, ``example.com`` or ``v1.2`` are not; a receiver ``self.`` / ``this.`` is dropped;
 - ``path:line`` (``src/app/service.py:42``, ``service.py:42``, ``service.py#L42``, a
-  Python traceback's ``File "/srv/app/service.py", line 42``).
+  Python traceback's ``File "/srv/app/service.py", line 42``, a GitHub or GitLab permalink
+  ``https://github.com/o/r/blob/main/src/app/service.py#L42``).
 
 A bare word never is, nor a keyword (``function() {`` pasted into a ticket), and a name
 counts only when it names one symbol: a name several symbols share (``get()``, ``run()``)
@@ -44,20 +45,24 @@ _DOTTED = re.compile(rf"{_IDENT}(?:(?:\.|::){_IDENT})+")
 _CODE_SHAPED = re.compile(r"_|[a-z][A-Z]|^[A-Z][a-z]")
 _SEPARATOR = re.compile(r"::|#")
 _RECEIVER = re.compile(r"^(?:self|this|cls)\.")
-# Keywords: in code pasted into prose they look like calls or names (``function() {``,
-# ``super()``, a backticked ``this``) but never name a symbol.
+# Keywords and literals: in code pasted into prose they look like calls or names
+# (``function() {``, ``super()``, a backticked ``this`` or ``null``) but never name a symbol.
 _KEYWORDS = frozenset("""
     and as assert async await break case catch class const continue def del delete do elif
     else except extends finally fn for func function if import in instanceof is lambda let
     new not of or pass raise return self sizeof super switch this throw try typeof var void
-    while with yield""".split())
+    while with yield true false null nil undefined True False None""".split())
 # Anchors: patterns that start with a literal are found by a fast skip; the name, path or
 # scheme around each is then read in both directions (a pattern starting with a character
 # class is tried at every position of the text: three times slower on ticket text).
 _PARENS, _DOT, _COLONS, _SCHEME_END = (re.compile(anchor) for anchor in (
     r"\(\)", r"\.[A-Za-z_]", r"::[A-Za-z_]", r"://"))
+_LINE_MARK = re.compile(r"#L\d")
 _LINE_TAIL = re.compile(r"(\.[A-Za-z][A-Za-z0-9]{0,7})(?::|#L)([1-9][0-9]{0,6})(?!\d)")
 _TRACEBACK = re.compile(r'File "([^"\n]+)", line ([1-9][0-9]{0,6})')  # a Python traceback
+# A permalink to a line on GitHub or GitLab: .../blob/<branch or commit>/<path>#L<line>
+_BLOB_URL = re.compile(
+    r"https?://[^\s/]+/[^\s#?]+?/(?:-/)?blob/[^\s/]+/([^\s#?]+)#L([1-9][0-9]{0,6})(?!\d)")
 _NAME_CHARS, _PATH_CHARS, _WORD_CHARS, _NON_SPACE = (re.compile(run) for run in (
     r"[\w.:$]*", r"[\w./-]*", r"\w*", r"\S*"))
 
@@ -83,25 +88,26 @@ class _Scan:
     def before(self, at: int) -> str:
         return self.text[at - 1] if at > 0 else ""
 
-    def after(self, at: int, length: int = 1) -> str:
-        return self.text[at:at + length]
+    def after(self, at: int) -> str:
+        return self.text[at:at + 1]
 
 
 def find_symbol_mentions(text: str, urls: list[tuple[int, int]] | None = None
                          ) -> list[tuple[str, str, int, int]]:
     """(kind, target, start, end) of the first mention of each symbol in ``text``, outside
-    ``urls`` (``url_spans``): a dotted or plain name (``SYMBOL``, the separators ``::`` and
-    ``#`` written as dots) or ``path:line`` (``LINE``), the span being the name or the place
-    as written. Once per target: the first line citing it is its evidence."""
+    ``urls`` (``url_spans``) but for permalinks: a dotted or plain name (``SYMBOL``, the
+    separators ``::`` and ``#`` written as dots) or ``path:line`` (``LINE``), the span being
+    the name or the place as written. Once per target: the first line citing it is its
+    evidence."""
     scan, urls = _Scan(text), url_spans(text) if urls is None else urls
     found: dict[tuple[str, str], tuple[str, str, int, int]] = {}
 
-    def add(kind: str, target: str, start: int, end: int) -> None:
+    def add(kind: str, target: str, start: int, end: int, address: bool = False) -> None:
         if kind == SYMBOL:
             target = _RECEIVER.sub("", _SEPARATOR.sub(".", target))
         first = found.get((kind, target))
         if (first is None or start < first[2]) and target not in _KEYWORDS \
-                and not inside(urls, start):
+                and (address or not inside(urls, start)):
             found[kind, target] = (kind, target, start, end)
 
     for span in _CODE_SPAN.finditer(text):
@@ -123,6 +129,8 @@ def find_symbol_mentions(text: str, urls: list[tuple[int, int]] | None = None
             add(LINE, f"{text[start:tail.end(1)]}:{tail.group(2)}", start, tail.end())
     for match in _TRACEBACK.finditer(text):
         add(LINE, f"{match.group(1)}:{match.group(2)}", match.start(), match.end())
+    for match in _BLOB_URL.finditer(text):
+        add(LINE, f"{match.group(1)}:{match.group(2)}", match.start(), match.end(), True)
     return sorted(found.values(), key=lambda mention: mention[2])
 
 
@@ -139,9 +147,9 @@ def _dotted_names(scan: _Scan) -> list[tuple[int, int]]:
         end = done = scan.run_after(at, _NAME_CHARS)
         while end > start and scan.text[end - 1] in ".:":   # a sentence's full stop
             end -= 1
-        if scan.before(start) not in ("/", "@", "-") and scan.after(end) not in ("/", "@", "-") \
-                and not scan.after(end, 3).startswith("#L") \
-                and _DOTTED.fullmatch(scan.text, start, end):
+        standalone = scan.before(start) not in ("/", "@", "-") \
+            and scan.after(end) not in ("/", "@", "-") and not _LINE_MARK.match(scan.text, end)
+        if standalone and _DOTTED.fullmatch(scan.text, start, end):
             spans.append((start, end))
     return spans
 
@@ -228,15 +236,15 @@ class SymbolIndex:
         return self.resolved[kind, target]
 
     def _module_qualified(self, target: str) -> list[_Symbol]:
-        """``references.find_references``, ``com.x.UserService.createUser``: a qualified
-        name after the module (the file's path without extension) or the package (its
-        folder), as far as written."""
+        """``references.find_references``, ``com.x.UserService.createUser``,
+        ``Alloy.createController``: a qualified name after the module (the file's path
+        without extension) or the package (its folder), as far as written, in any case."""
         parts = target.split(".")
         for cut in range(1, len(parts)):
-            prefix = parts[:cut]
+            prefix = [part.casefold() for part in parts[:cut]]
             found = [symbol for symbol in self.by_qualified.get(".".join(parts[cut:]), ())
-                     if _ends_with(symbol.path.rpartition(".")[0].split("/"), prefix)
-                     or _ends_with(symbol.path.split("/")[:-1], prefix)]
+                     if _ends_with(symbol.path.rpartition(".")[0].casefold().split("/"), prefix)
+                     or _ends_with(symbol.path.casefold().split("/")[:-1], prefix)]
             if found:
                 return found
         return []

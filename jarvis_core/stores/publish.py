@@ -30,14 +30,16 @@ class Publication:
 def publish_version(connect: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
                     data_dir: Path, tables: Mapping[str, str], vectors: VectorStore,
                     graph: SqliteGraphStore | None, keyword: KeywordIndex, graph_backend: str,
-                    settings: str, query_model: Path | None = None) -> Publication:
+                    settings: str, embedding: dict[str, str],
+                    query_model: Path | None = None) -> Publication:
     """Copy every store into a staging version and commit it (``tables``: each published
     table and the query that fills it); a failure leaves nothing
     behind and the current version untouched. ``graph`` is None when the graph lives in a
     server (Neo4j), which readers query directly; so are vectors in a Qdrant server. The
     tables' connection (from ``connect``) is held only while they are copied. A version
     carries ``query_model`` (the exported encoder) when there is one, the fingerprint of the
-    ``settings`` it was made with, and whether every chunk has its vector yet (a first
+    ``settings`` it was made with, the ``embedding`` backend chosen (with its precision and
+    why: ``BackendChoice.as_dict``), and whether every chunk has its vector yet (a first
     refresh of a large source publishes before its embeddings are done)."""
     name, staging = serving.begin_version(data_dir)
     try:
@@ -60,6 +62,7 @@ def publish_version(connect: Callable[[], AbstractContextManager[duckdb.DuckDBPy
             "collection": vectors.collection, "graph_backend": graph_backend,
             "chunks": chunk_count, "chunks_hash": chunks_hash, "vectors": vector_counts,
             "keyword": keyword_counts, "encoder": encoder, "settings": settings,
+            "embedding": embedding,
             "vectors_complete": sum(vector_counts.values()) == chunk_count,
         })
     except BaseException:

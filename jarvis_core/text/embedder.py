@@ -1,9 +1,10 @@
 """Sentence embeddings of chunks and queries with the configured sentence-transformers model.
 
 An ``Embedder`` loads the model once and returns float32, L2-normalised vectors. The backend
-only changes speed, never meaning: every backend keeps a mean cosine of at least 0.999 to
-float32 torch (``jarvis bench embed`` measures it), and ``auto`` takes the fastest one that
-runs here. torch, sentence-transformers and OpenVINO are imported only when a model is
+(jarvis_core/embedding_backends.py) changes speed and the precision the model computes in, never
+meaning: every backend keeps a mean cosine of at least 0.999 to float32 torch (``jarvis bench
+embed`` measures it), and ``auto`` takes the fastest one that passed the quality gate here.
+torch, sentence-transformers and OpenVINO are imported only when a model is
 loaded, so importing this module (the query side, the CLI) stays cheap; with OpenVINO, torch
 and sentence-transformers only by the process that converts the model
 (jarvis_core/text/openvino_backend.py).
@@ -15,11 +16,19 @@ import functools
 import logging
 import os
 from collections.abc import Sequence
-from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
 
+from jarvis_core.embedding_backends import (
+    AUTO,
+    FALLBACKS,
+    OPENVINO_BACKENDS,
+    PRECISIONS,
+    TORCH_BF16,
+    backend_problem,
+    choose_backend,
+)
 from jarvis_core.settings import DEFAULT_MODEL
 from jarvis_core.text.openvino_backend import (
     BatchEncoder,
@@ -31,18 +40,6 @@ from jarvis_core.text.tokens import model_max_tokens, resolve_model_dir
 
 logger = logging.getLogger(__name__)
 
-AUTO = "auto"
-TORCH_FP32 = "torch-fp32"
-TORCH_BF16 = "torch-bf16"
-OPENVINO = "openvino"
-# Fastest first. bf16 is offered only where the CPU multiplies it natively (AMX or
-# AVX512-BF16); OpenVINO measured 1.2x torch-fp32 on 2 AVX2 cores (``jarvis bench embed``).
-BACKENDS = (TORCH_BF16, OPENVINO, TORCH_FP32)
-# What auto chooses from: float32 only, because queries are encoded in float32 by the
-# exported query model and must land on the same vectors as the chunks (bf16 rounds them
-# about 1e-4 away); bf16 stays available when asked for by name.
-AUTO_BACKENDS = (OPENVINO, TORCH_FP32)
-NATIVE_BF16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 QUERY_PROMPT_NAMES = ("query",)
 DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
 
@@ -50,43 +47,6 @@ DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
 
 class EmbeddingModelError(RuntimeError):
     """The embedding model could not be loaded, or not with the requested backend."""
-
-
-def cpu_has_native_bf16() -> bool:
-    """bf16 only pays off where the CPU computes it natively (AMX or AVX512-BF16); elsewhere
-    torch emulates it and runs slower than float32."""
-    try:
-        cpuinfo = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    flags = {
-        flag
-        for line in cpuinfo.splitlines()
-        if line.startswith("flags")
-        for flag in line.partition(":")[2].split()
-    }
-    return bool(flags & NATIVE_BF16_CPU_FLAGS)
-
-
-def backend_problem(backend: str, device: str = "cpu") -> str | None:
-    """Why ``backend`` cannot run on ``device`` here, or None when it can."""
-    if backend not in BACKENDS:
-        return f"unknown backend, choose one of: {', '.join((AUTO, *BACKENDS))}"
-    if backend == TORCH_FP32:
-        return None
-    if device != "cpu":
-        return f"it runs on the CPU only, not on {device!r}"
-    if backend == TORCH_BF16 and not cpu_has_native_bf16():
-        return ("this CPU has no native bf16 (no AMX or AVX512-BF16 flag), so torch would "
-                "emulate it, slower than float32")
-    if backend == OPENVINO and find_spec("openvino") is None:
-        return "the openvino package is not installed"
-    return None
-
-
-def available_backends(device: str = "cpu") -> list[str]:
-    """The backends ``auto`` can choose on ``device`` here, fastest first."""
-    return [backend for backend in AUTO_BACKENDS if backend_problem(backend, device) is None]
 
 
 @functools.lru_cache(maxsize=4)
@@ -105,8 +65,10 @@ def default_cache_dir() -> Path:
 
 class Embedder:
     """The configured model, loaded once, with the backend that was asked for or, for
-    ``auto``, the fastest one that works here (falling back towards torch-fp32). Use one
-    Embedder from one thread at a time: the tokenizer underneath is not thread-safe."""
+    ``auto``, the one ``choose_backend`` takes here (falling back to another backend of the
+    same precision when it fails to load). ``backend``, ``precision`` and ``reason`` say
+    what embeds and why. Use one Embedder from one thread at a time: the tokenizer
+    underneath is not thread-safe."""
 
     def __init__(
         self,
@@ -125,12 +87,14 @@ class Embedder:
             )
         self.model = model
         self.batch_size = batch_size
+        choice = choose_backend(backend, device)
+        self.reason = choice.reason
         model_dir = resolve_model_dir(model)
         cache = Path(cache_dir) if cache_dir else default_cache_dir()
-        if backend in (AUTO, OPENVINO) and OPENVINO in available_backends(device):
-            converted = _converted(model, model_dir, cache)
+        if choice.backend in OPENVINO_BACKENDS:
+            converted = _converted(model, model_dir, cache, choice.backend)
             if converted is not None:
-                self._take(OPENVINO, *converted)
+                self._take(choice.backend, *converted)
                 return
         sentence_model = _load_sentence_model(model, model_dir, device)
         dimension = sentence_model.get_embedding_dimension()
@@ -141,16 +105,40 @@ class Embedder:
             max_seq_length=sentence_model.max_seq_length or model_max_tokens(model_dir),
             query_prompt=first_prompt(sentence_model.prompts, QUERY_PROMPT_NAMES),
             document_prompt=first_prompt(sentence_model.prompts, DOCUMENT_PROMPT_NAMES))
-        self._take(*_open_backend(model, backend, device, sentence_model, model_dir, cache,
-                                  settings if sentence_model.max_seq_length else None),
+        candidates = [choice.backend]
+        if backend == AUTO:
+            candidates += [fallback for fallback in FALLBACKS.get(choice.backend, ())
+                           if backend_problem(fallback, device) is None]
+        self._take(*self._open_backend(model, candidates, sentence_model, model_dir, cache,
+                                       settings if sentence_model.max_seq_length else None),
                    settings)
 
     def _take(self, backend: str, encode: BatchEncoder, settings: Settings) -> None:
-        self.backend, self._encode_batch = backend, encode
+        self.backend, self._encode_batches = backend, encode
+        self.precision: str = PRECISIONS[backend]
         self.dimension: int = settings.dimension
         self.max_tokens: int = settings.max_seq_length
         self._query_prompt = settings.query_prompt
         self._document_prompt = settings.document_prompt
+
+    def _open_backend(self, model: str, candidates: list[str], sentence_model, model_dir: Path,
+                      cache_dir: Path, settings: Settings | None) -> tuple[str, BatchEncoder]:
+        """Prepare the first candidate that loads; a fallback's cause joins ``reason``."""
+        *faster, last = candidates
+        for candidate in faster:
+            try:
+                return candidate, _encoder(candidate, sentence_model, model_dir, cache_dir,
+                                           settings)
+            except Exception as exc:  # conversion or compilation inside a third-party library
+                logger.warning("embedding model %r: backend %r failed, trying the next one: %s",
+                               model, candidate, exc)
+                self.reason += f"; {candidate} failed to load: {exc}"
+        try:
+            return last, _encoder(last, sentence_model, model_dir, cache_dir, settings)
+        except Exception as exc:
+            raise EmbeddingModelError(
+                f"embedding model {model!r}: backend {last!r} failed: {exc}"
+            ) from exc
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed chunks: shape (len(texts), dimension), rows in input order, unit length."""
@@ -166,19 +154,22 @@ class Embedder:
         embeddings = np.empty((len(texts), self.dimension), dtype=np.float32)
         # Batching texts of similar length wastes the least work on padding.
         order = sorted(range(len(texts)), key=lambda index: -len(texts[index]))
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
-            embeddings[batch] = self._encode_batch([texts[index] for index in batch], prompt)
+        batches = [order[start:start + self.batch_size]
+                   for start in range(0, len(order), self.batch_size)]
+        encoded = self._encode_batches([[texts[index] for index in batch] for batch in batches],
+                                       prompt)
+        for batch, vectors in zip(batches, encoded, strict=True):
+            embeddings[batch] = vectors
         norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
         return embeddings / np.maximum(norms, np.finfo(np.float32).tiny)
 
 
-def _converted(model: str, model_dir: Path, cache_dir: Path
+def _converted(model: str, model_dir: Path, cache_dir: Path, backend: str
                ) -> tuple[BatchEncoder, Settings] | None:
     """The OpenVINO model an earlier process converted and left its tokenizer beside, ready
     without loading torch; None when there is none or it fails to compile."""
     try:
-        return converted_encoder(model_dir, cache_dir)
+        return converted_encoder(model_dir, cache_dir, PRECISIONS[backend])
     except Exception as exc:  # compiling inside OpenVINO: load the model as usual instead
         logger.warning("embedding model %r: the converted OpenVINO model could not be used, "
                        "loading the model: %s", model, exc)
@@ -211,31 +202,11 @@ def _load_sentence_model(model: str, model_dir: Path, device: str):
         ) from exc
 
 
-def _open_backend(
-    model: str, backend: str, device: str, sentence_model, model_dir: Path, cache_dir: Path,
-    settings: Settings | None,
-) -> tuple[str, BatchEncoder]:
-    """Prepare ``backend``; for ``auto``, fall back to the next one when a faster one fails."""
-    *faster, last = available_backends(device) if backend == AUTO else [backend]
-    for candidate in faster:
-        try:
-            return candidate, _encoder(candidate, sentence_model, model_dir, cache_dir,
-                                       settings)
-        except Exception as exc:  # conversion or compilation inside a third-party library
-            logger.warning("embedding model %r: backend %r failed, trying the next one: %s",
-                           model, candidate, exc)
-    try:
-        return last, _encoder(last, sentence_model, model_dir, cache_dir, settings)
-    except Exception as exc:
-        raise EmbeddingModelError(
-            f"embedding model {model!r}: backend {last!r} failed: {exc}"
-        ) from exc
-
-
 def _encoder(backend: str, sentence_model, model_dir: Path, cache_dir: Path,
              settings: Settings | None) -> BatchEncoder:
-    if backend == OPENVINO:
-        return sentence_model_encoder(sentence_model, model_dir, cache_dir, settings)
+    if backend in OPENVINO_BACKENDS:
+        return sentence_model_encoder(sentence_model, model_dir, cache_dir, settings,
+                                      PRECISIONS[backend])
     return _torch_encoder(sentence_model, bf16=backend == TORCH_BF16)
 
 
@@ -245,11 +216,10 @@ def _torch_encoder(sentence_model, *, bf16: bool) -> BatchEncoder:
     if bf16:
         sentence_model.to(torch.bfloat16)
 
-    def encode(texts: list[str], prompt: str) -> np.ndarray:
-        embeddings = sentence_model.encode(
-            texts, prompt=prompt, batch_size=len(texts), convert_to_tensor=True,
-            show_progress_bar=False,
-        )
-        return embeddings.float().cpu().numpy()
+    def encode(batches: list[list[str]], prompt: str) -> list[np.ndarray]:
+        return [sentence_model.encode(texts, prompt=prompt, batch_size=len(texts),
+                                      convert_to_tensor=True, show_progress_bar=False,
+                                      ).float().cpu().numpy()
+                for texts in batches]
 
     return encode

@@ -18,18 +18,19 @@ _SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (text_hash BLOB PRIMARY KEY, vecto
 _BATCH = 500  # texts per lookup (SQLite's variable limit is far above)
 
 
-def model_identity(model: str, backend: str) -> str:
-    """Names the vectors a model gives: its name, configured backend and files (size and
-    modification time, so a model directory edited in place gets a new cache)."""
+def model_identity(model: str, precision: str) -> str:
+    """Names the vectors a model gives: its name, the precision it computes in (vectors of
+    bf16 are not float32's, as in the vector store) and its files (size and modification
+    time, so a model directory edited in place gets a new cache)."""
     model_dir = resolve_model_dir(model)
     files = sorted(model_file_stats(model_dir))
-    spec = json.dumps([model, backend, str(model_dir), files])
+    spec = json.dumps([model, precision, str(model_dir), files])
     return hashlib.sha256(spec.encode()).hexdigest()[:24]
 
 
-def cache_file(cache_dir: Path, model: str, backend: str) -> Path:
+def cache_file(cache_dir: Path, model: str, precision: str) -> Path:
     """Where the vectors ``model_identity`` names are kept."""
-    return Path(cache_dir) / "embeddings" / f"{model_identity(model, backend)}.sqlite"
+    return Path(cache_dir) / "embeddings" / f"{model_identity(model, precision)}.sqlite"
 
 
 class CachedEmbedder:

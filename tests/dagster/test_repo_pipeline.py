@@ -30,7 +30,7 @@ def snapshot(config) -> dict:
     with SqliteGraphStore(config.graph_path) as graph:
         documents = graph.document_keys("lumen")
         store_edges = {(e.src, e.relation, e.dst) for key in documents
-                       for e in graph.neighbourhood(key, 1, limit=10_000).edges}
+                       for e in graph.neighbourhood(key, 2, limit=10_000).edges}
         dangling = graph.dangling_edges()
     chunk_ids = {chunk_id for (chunk_id,) in rows(config, "SELECT chunk_id FROM chunks")}
     with build_resources(str(config.config_path))["vectors"].open() as vectors:
@@ -107,7 +107,7 @@ def test_first_refresh_ingests_commits_files_and_persons(history):
     # three commits and the README; a first read deletes nothing
     assert (raw["new"], raw["deleted"], raw["failed"]) == (4, 0, 0)
     code = layer(run["report"], "code_symbols")  # src/ingest.py and src/rules.py parsed
-    assert (code["new"], code["code_files"], code["code_symbols"]) == (2, 2, 2)
+    assert (code["new"], code["failed"]) == (2, 0)
     state = run["state"]
     assert {"src/ingest.py::dedupe", "src/rules.py::GUST"} <= state["chunk_paths"]
     assert set(state["commits"]) == set(history["first"])
@@ -118,6 +118,7 @@ def test_first_refresh_ingests_commits_files_and_persons(history):
     assert (dedupe, "PARENT", first) in state["edges"]
     assert (dedupe, "MODIFIES", "file:lumen/src/ingest.py") in state["edges"]
     assert (gust, "MODIFIES", "file:lumen/src/rules.py") in state["edges"]
+    assert (dedupe, "MODIFIES", "symbol:lumen/src/ingest.py::dedupe") in state["edges"]
     assert state["store_edges"] >= state["edges"] and state["dangling"] == 0
     assert state["store_documents"] == {first, dedupe, gust, "repo_doc:lumen/README.md"}
     assert state["vector_ids"] == state["chunk_ids"]
@@ -161,6 +162,10 @@ def test_a_force_push_removes_the_rewritten_commit_everywhere(history):
     assert f"commit:lumen/{gone}" not in after["nodes"]
     assert f"commit:lumen/{gone}" not in after["store_documents"]
     assert not any(f"commit:lumen/{gone}" in (src, dst) for src, _, dst in after["edges"])
+    frost = "symbol:lumen/src/rules.py::FROST"
+    assert (f"commit:lumen/{gone}", "MODIFIES", frost) in before["store_edges"]
+    assert (f"commit:lumen/{kept}", "MODIFIES", frost) in after["store_edges"]
+    assert after["dangling"] == 0
     assert after["vector_ids"] == after["chunk_ids"]
     assert before["vector_ids"] - after["vector_ids"]  # the old commit's vectors went
     [best, *_] = run["search"]

@@ -14,6 +14,7 @@ import yaml
 
 from jarvis_bench.synthetic_vault import write_vault
 from jarvis_core.config import load_config
+from jarvis_core.embedding_backends import choose_backend
 from jarvis_core.stores.vectors.base import collection_name
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
 
@@ -49,7 +50,8 @@ def test_a_refresh_killed_while_embedding_resumes_where_it_stopped(tmp_path):
 
     config = load_config(config_file)
     model = config.embedding.model
-    with EdgeVectorStore(config.vectors_path, collection_name(model, 384), 384, model) as store:
+    collection = collection_name(model, 384, choose_backend(config.embedding.backend).precision)
+    with EdgeVectorStore(config.vectors_path, collection, 384, model) as store:
         kept = store.count("generated")
     assert kept > 0
 

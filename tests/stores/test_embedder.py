@@ -8,17 +8,18 @@ import numpy as np
 import pytest
 
 from jarvis_bench.embed import run_embed_benchmark, synthetic_chunks
-from jarvis_core.text import openvino_backend
-from jarvis_core.text.embedder import (
+from jarvis_core import embedding_backends as backends
+from jarvis_core.embedding_backends import (
     AUTO,
     OPENVINO,
+    OPENVINO_BF16,
     TORCH_BF16,
     TORCH_FP32,
-    Embedder,
-    EmbeddingModelError,
-    available_backends,
     backend_problem,
+    choose_backend,
 )
+from jarvis_core.text import openvino_backend
+from jarvis_core.text.embedder import Embedder, EmbeddingModelError
 from jarvis_core.text.openvino_backend import SETTINGS_FILE, conversion_key, converted_encoder
 from jarvis_core.text.runtime_tokenizer import TOKENIZER_FILE
 from jarvis_core.text.tokens import ModelNotFoundError, resolve_model_dir, token_counter
@@ -125,7 +126,7 @@ def test_after_the_conversion_a_process_embeds_without_torch(fp32, cache_dir):
     neither torch nor sentence-transformers and gives the same vectors."""
     converted = Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)
     code = ("import json, sys; from jarvis_core.text.embedder import Embedder; "
-            f"e = Embedder({MODEL!r}, cache_dir={str(cache_dir)!r}); "
+            f"e = Embedder({MODEL!r}, backend={OPENVINO!r}, cache_dir={str(cache_dir)!r}); "
             f"texts = json.loads(sys.argv[1]); "
             "print(json.dumps({'backend': e.backend, 'settings': [e.dimension, e.max_tokens], "
             "'vectors': e.embed(texts).tolist(), 'query': e.embed_query(texts[2]).tolist(), "
@@ -166,13 +167,25 @@ def test_a_damaged_saved_tokenizer_means_loading_the_model(tmp_path, damage):
         "document_prompt": ""}) if damage == "tokenizer" else "{not json")
     (target / TOKENIZER_FILE).write_text("{}")
     (target / "model.xml").write_text("<net/>")
-    assert converted_encoder(model_dir, tmp_path) is None
+    assert converted_encoder(model_dir, tmp_path, "f32") is None
 
 
-def test_auto_picks_the_fastest_available_backend(fp32, cache_dir):
+@pytest.mark.skipif(bool(backend_problem(OPENVINO_BF16)),
+                    reason=f"openvino-bf16 unavailable: {backend_problem(OPENVINO_BF16)}")
+def test_auto_embeds_in_bf16_where_the_cpu_computes_it(fp32, cache_dir):
     auto = Embedder(MODEL, cache_dir=cache_dir)
-    assert auto.backend == available_backends()[0]
-    assert cosines(auto.embed(TEXTS), fp32.embed(TEXTS)).mean() >= 0.999
+    assert (auto.backend, auto.precision) == (OPENVINO_BF16, "bf16")
+    assert "the CPU computes bf16 natively" in auto.reason
+    assert cosines(auto.embed(TEXTS), fp32.embed(TEXTS)).min() >= 0.9999
+
+
+def test_auto_without_native_bf16_embeds_in_float32_and_says_why(fp32, cache_dir,
+                                                                 monkeypatch):
+    monkeypatch.setattr(backends, "cpu_bf16_flags", lambda: [])
+    auto = Embedder(MODEL, cache_dir=cache_dir)
+    assert (auto.backend, auto.precision) == (choose_backend(AUTO).backend, "f32")
+    assert "no native bf16" in auto.reason
+    np.testing.assert_allclose(auto.embed(TEXTS), fp32.embed(TEXTS), atol=1e-5)
 
 
 def test_an_unknown_model_is_named_in_the_error():
@@ -207,9 +220,10 @@ def test_benchmark_chunks_are_deterministic_and_chunk_sized():
 
 def test_benchmark_reports_every_backend_as_json(cache_dir):
     report = json.loads(json.dumps(run_embed_benchmark(MODEL, n_chunks=12, batch_size=12,
-                                                       cache_dir=cache_dir)))
-    assert report["default_backend"] == available_backends()[0]
-    assert set(report["backends"]) == {TORCH_FP32, TORCH_BF16, OPENVINO, AUTO}
+                                                       cache_dir=cache_dir, tuning=False)))
+    assert report["default_backend"] == report["auto_choice"]["backend"] == \
+        choose_backend(AUTO).backend
+    assert set(report["backends"]) == {TORCH_FP32, TORCH_BF16, OPENVINO, OPENVINO_BF16, AUTO}
     reference = report["backends"][TORCH_FP32]
     assert reference["chunks_per_s"] > 0 and reference["top10_overlap"] == 1.0
     assert report["backends"][AUTO]["mean_cosine"] >= 0.999 and report["default_vs_fastest"] > 0

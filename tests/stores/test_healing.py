@@ -15,6 +15,7 @@ import duckdb
 import pytest
 
 from jarvis_core.analytics.backup import back_up_history, restore_history
+from jarvis_core.embedding_backends import TORCH_FP32
 from jarvis_core.sources import registry
 from jarvis_core.stores import serving, tables
 from jarvis_core.stores.connections import TablesDamaged, read_only
@@ -29,7 +30,7 @@ from jarvis_core.stores.keys import note_key
 from jarvis_core.stores.keyword import CHUNKS_DIR, KeywordSearcher
 from jarvis_core.stores.vectors.base import VectorStoreBusy
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
-from jarvis_core.text.embedder import TORCH_FP32, Embedder
+from jarvis_core.text.embedder import Embedder
 
 MODEL = "all-MiniLM-L6-v2"
 TEXTS = {"alpha": ["Retries back off exponentially.", "Idempotency keys make writes safe."],

@@ -327,12 +327,14 @@ def test_drop_deletes_the_collection(open_store):
     assert open_store().count() == 0
 
 
-def test_collection_name_is_safe_deterministic_and_per_model():
-    name = collection_name("sentence-transformers/all-MiniLM-L6-v2", 384)
-    assert name == "chunks__sentence-transformers_all-minilm-l6-v2__384"
-    assert name == collection_name("sentence-transformers/all-MiniLM-L6-v2", 384)
-    assert collection_name("BAAI/bge-small-en-v1.5", 384) != name
-    assert collection_name("sentence-transformers/all-MiniLM-L6-v2", 768) != name
+def test_collection_name_is_safe_deterministic_and_per_model_and_precision():
+    name = collection_name("sentence-transformers/all-MiniLM-L6-v2", 384, "f32")
+    assert name == "chunks__sentence-transformers_all-minilm-l6-v2__384"  # as ever for f32
+    assert name == collection_name("sentence-transformers/all-MiniLM-L6-v2", 384, "f32")
+    assert collection_name("BAAI/bge-small-en-v1.5", 384, "f32") != name
+    assert collection_name("sentence-transformers/all-MiniLM-L6-v2", 768, "f32") != name
+    assert collection_name("sentence-transformers/all-MiniLM-L6-v2", 384, "bf16") == \
+        f"{name}__bf16"
     assert point_id(cid(1)) == point_id(cid(1)) != point_id(cid(2))
     assert uuid.UUID(point_id(cid(1))).version == 5
 

@@ -93,6 +93,7 @@ def test_extends_and_implements_resolve_same_file_imported_elsewhere_or_stay_unr
         ref("views.py", "extends", "Audited", scope="View", line=3),
         ref("loose.py", "extends", "Base", line=2),  # no scope: the type holding the line
         ref("loose.py", "extends", "Exception", scope="Failure", line=9),
+        ref("loose.py", "extends", "metaclass=ABCMeta", scope="Failure", line=9),
         ref("svc.ts", "import", "'./repo'", "Repo", line=1),
         ref("svc.ts", "implements", "Repo<User>", scope="UserService", line=2)])
     extends = edges(graph, "EXTENDS")
@@ -155,19 +156,58 @@ def test_script_imports_resolve_relative_paths_extensions_and_index_files():
 def test_go_imports_are_packages_by_folder_and_qualified_calls_resolve_into_them():
     files = ["internal/store/store.go", "internal/store/cache.go",
              "internal/store/store_test.go", "cmd/server/main.go"]
+    cache, store = "internal/store/cache.go", "internal/store/store.go"
     graph = extract(files, [
-        sym("internal/store/cache.go", "Open", signature="func Open() *Cache {"),
+        sym(cache, "Cache", "struct", signature="type Cache struct {"),
+        sym(store, "Cache.Get", "method", parent="*Cache", line=3,
+            signature="func (c *Cache) Get(key string) string {"),
+        sym(cache, "Cache.Refresh", "method", parent="Cache", line=8,
+            signature="func (c *Cache) Refresh() {"),
+        sym(cache, "Open", signature="func Open() *Cache {"),
         sym("cmd/server/main.go", "Open", signature="func Open() {"),
         sym("cmd/server/main.go", "main", line=10, end=20, signature="func main() {")], [
         ref("cmd/server/main.go", "import", '"github.com/acme/shop/internal/store"'),
         ref("cmd/server/main.go", "import", '"fmt"', line=2),
         ref("cmd/server/main.go", "call", "Open", "store", scope="main", line=12),
-        ref("cmd/server/main.go", "call", "Println", "fmt", scope="main", line=13)])
+        ref("cmd/server/main.go", "call", "Println", "fmt", scope="main", line=13),
+        ref(cache, "call", "Get", "c", scope="Cache.Refresh", line=9)])  # c: the receiver
     assert imports(graph) == {("cmd/server/main.go", "internal/store/store.go"),
                               ("cmd/server/main.go", "internal/store/cache.go")}
     calls = edges(graph, "CALLS")
-    assert set(calls) == {(s("cmd/server/main.go", "main"), s("internal/store/cache.go", "Open"))}
-    assert next(iter(calls.values())).evidence_text == "cmd/server/main.go:12  store.Open()"
+    assert {pair: e.confidence for pair, e in calls.items()} == {
+        (s("cmd/server/main.go", "main"), s(cache, "Open")): EXPLICIT,
+        (s(cache, "Cache.Refresh"), s(store, "Cache.Get")): EXPLICIT}
+    assert calls[(s("cmd/server/main.go", "main"), s(cache, "Open"))].evidence_text == \
+        "cmd/server/main.go:12  store.Open()"
+    # a method of a type declared in another file of the package is its own file's
+    assert (f(store), s(store, "Cache.Get")) in edges(graph, "CONTAINS")
+
+
+def test_java_imports_by_package_path_and_names_seen_through_the_package_and_this():
+    root = "src/main/java/com/x"
+    service, base, audit = f"{root}/service/UserService.java", f"{root}/repo/BaseRepo.java", \
+        f"{root}/service/Audit.java"
+    strings, user = f"{root}/util/Strings.java", f"{root}/model/User.java"
+    graph = extract([service, base, audit, strings, user], [
+        sym(service, "UserService", "class", line=5, end=30),
+        sym(service, "UserService.create", "method", parent="UserService", line=8, end=20),
+        sym(base, "BaseRepo", "class"), sym(base, "BaseRepo.save", "method", parent="BaseRepo"),
+        sym(audit, "Audit", "class"), sym(strings, "Strings", "class"),
+        sym(strings, "Strings.join", "method", parent="Strings"), sym(user, "User", "class")], [
+        ref(service, "import", "com.x.repo.BaseRepo"),
+        ref(service, "import", "static com.x.util.Strings.join", line=2),
+        ref(service, "import", "com.x.model.*", line=3),
+        ref(service, "import", "java.util.List", line=4),
+        ref(service, "extends", "BaseRepo", scope="UserService", line=5),
+        ref(service, "call", "save", scope="UserService.create", line=9),  # this.save()
+        ref(service, "call", "Audit", scope="UserService.create", line=10),  # new Audit()
+        ref(service, "call", "User", scope="UserService.create", line=11)])
+    assert imports(graph) == {(service, base), (service, strings), (service, user)}
+    create = s(service, "UserService.create")
+    assert {(e.src, e.dst): e.confidence for e in graph.edges if e.relation == "CALLS"} == {
+        (create, s(base, "BaseRepo.save")): EXPLICIT, (create, s(audit, "Audit")): EXPLICIT,
+        (create, s(user, "User")): EXPLICIT}
+    assert set(edges(graph, "EXTENDS")) == {(s(service, "UserService"), s(base, "BaseRepo"))}
 
 
 def test_calls_are_high_when_exact_medium_when_unique_elsewhere_and_ambiguous_otherwise():
@@ -179,6 +219,8 @@ def test_calls_are_high_when_exact_medium_when_unique_elsewhere_and_ambiguous_ot
         sym("far.py", "Joiner", "class", line=5), sym("far.py", "Joiner.join", "method",
                                                      parent="Joiner", line=6)], [
         ref("app.py", "import", "util", "fmt"), ref("app.py", "import", "os", line=2),
+        ref("app.py", "import", "text", "tx", line=3),  # import text as tx
+        ref("app.py", "call", "fmt", "tx", scope="run", line=17),
         ref("app.py", "call", "helper", scope="run", line=11),
         ref("app.py", "call", "fmt", scope="run", line=12),
         ref("app.py", "call", "unique_elsewhere", scope="run", line=13),
@@ -194,6 +236,7 @@ def test_calls_are_high_when_exact_medium_when_unique_elsewhere_and_ambiguous_ot
     assert calls == {
         (run, s("app.py", "helper")): (EXPLICIT, "code_name_high"),
         (run, s("util.py", "fmt")): (EXPLICIT, "code_name_high"),
+        (run, s("text.py", "fmt")): (EXPLICIT, "code_name_high"),
         (run, s("far.py", "unique_elsewhere")): (INFERRED, "code_name_medium"),
         (f("app.py"), s("app.py", "helper")): (EXPLICIT, "code_name_high")}
     [edge] = [e for e in graph.edges if e.src == run and e.dst == s("app.py", "helper")]

@@ -3,6 +3,7 @@ per language read through its real tree-sitter grammar, the elided text, each ki
 input skipped or partial with its reason, and the agreement with Universal Ctags on a tiny
 repository."""
 
+import json
 import shutil
 import subprocess
 import time
@@ -49,9 +50,12 @@ PYTHON = dedent('''\
 
     def helper(a):
         pass
+
+    square = lambda x: x * x
     ''')
 
-# One source per language: (path, source, {qualified name: kind}, a leading comment's doc).
+# One source per language: (path, source, {qualified name: kind}, (a symbol, its leading
+# comment, its signature)).
 SOURCES = {
     "javascript": ("app.js", '''\
         const express = require('express');
@@ -68,9 +72,12 @@ SOURCES = {
         }
         const route = (path) => new Route(path);
         app.use = function use(fn) { return this; };
+        router.get('/', function home(req) { res.format({ html: function () {} }); });
+        module.exports = { listen: function (port) {} };
         ''', {"MAX_RETRIES": "constant", "createApplication": "function", "Router": "class",
-              "Router.handle": "method", "route": "function", "app.use": "function"},
-        ("createApplication", "Creates an application.")),
+              "Router.handle": "method", "route": "function", "app.use": "function",
+              "home": "function", "listen": "method"},
+        ("createApplication", "Creates an application.", "function createApplication(options)")),
     "typescript": ("request.ts", '''\
         /** A request's options. */
         export interface RequestOptions extends Options { send(body: string): void; }
@@ -84,7 +91,8 @@ SOURCES = {
         ''', {"RequestOptions": "interface", "RequestOptions.send": "method", "Method": "enum",
               "Hook": "type", "Request": "class", "Request.handler": "method",
               "Request.retry": "method", "Internal": "module", "Internal.helper": "function"},
-        ("RequestOptions", "A request's options.")),
+        ("RequestOptions", "A request's options.",
+         "export interface RequestOptions extends Options")),
     "go": ("engine.go", '''\
         package gin
 
@@ -114,7 +122,7 @@ SOURCES = {
         }
         ''', {"MaxSize": "constant", "Engine": "struct", "Handler": "interface",
               "HandlerFunc": "type", "New": "function", "Engine.ServeHTTP": "method"},
-        ("Engine", "Engine is the framework's instance.")),
+        ("Engine", "Engine is the framework's instance.", "type Engine struct")),
     "java": ("UserService.java", '''\
         package com.example;
         import java.util.List;
@@ -123,7 +131,9 @@ SOURCES = {
          */
         @Service
         public class UserService extends BaseService implements Creator {
-            public UserService(Repo repo) { this.repo = repo; }
+            public UserService(Repo repo) {
+                this.hook = new Runnable() { public void run() { repo.close(); } };
+            }
             @Override
             public User createUser(String name) { return repo.save(new User(name)); }
             interface Listener { void onCreate(User user); }
@@ -132,7 +142,8 @@ SOURCES = {
         ''', {"UserService": "class", "UserService.UserService": "method",
               "UserService.createUser": "method", "UserService.Listener": "interface",
               "UserService.Listener.onCreate": "method", "UserService.Role": "enum"},
-        ("UserService", "Creates users.")),
+        ("UserService", "Creates users.",
+         "@Service\npublic class UserService extends BaseService implements Creator")),
     "rust": ("store.rs", '''\
         use std::collections::HashMap;
         /// A key-value store.
@@ -148,7 +159,7 @@ SOURCES = {
         ''', {"Store": "struct", "Backend": "trait", "Backend.get": "method",
               "Store.get": "method", "Kind": "enum", "LIMIT": "constant", "tests": "module",
               "tests.helper": "function"},
-        ("Store", "A key-value store.")),
+        ("Store", "A key-value store.", "pub struct Store")),
     "c": ("point.c", '''\
         #include <stdio.h>
         /* A point. */
@@ -158,7 +169,7 @@ SOURCES = {
         {
             return abs(a->x);
         }
-        ''', {"point": "struct", "distance": "function"}, ("point", "A point.")),
+        ''', {"point": "struct", "distance": "function"}, ("point", "A point.", "struct point")),
     "cpp": ("shape.cpp", '''\
         namespace geo {
         // A shape.
@@ -168,7 +179,8 @@ SOURCES = {
         double Shape::area() const { return std::sqrt(2.0); }
         }
         ''', {"geo": "module", "geo.Shape": "class", "geo.Shape.sides": "method",
-              "geo.Shape.area": "function"}, ("geo.Shape", "A shape.")),
+              "geo.Shape.area": "function"},
+        ("geo.Shape", "A shape.", "class Shape : public Base")),
     "csharp": ("Orders.cs", '''\
         using System.Collections.Generic;
         namespace Shop.Orders
@@ -183,20 +195,26 @@ SOURCES = {
         }
         ''', {"Shop.Orders": "module", "Shop.Orders.OrderService": "class",
               "Shop.Orders.OrderService.Place": "method", "Shop.Orders.IOrders": "interface",
-              "Shop.Orders.Money": "struct"}, ("Shop.Orders.OrderService", "Places orders.")),
+              "Shop.Orders.Money": "struct"}, ("Shop.Orders.OrderService", "Places orders.",
+                                           "public class OrderService : ServiceBase")),
     "kotlin": ("Orders.kt", '''\
         import kotlin.math.max
-        /** Places orders. */
         class OrderService(val repo: Repo) : ServiceBase() {
+            /** Places an order. */
             fun place(cart: Cart): Order { return repo.save(Order(cart)) }
+            companion object {
+                fun create() = OrderService(Repo())
+            }
         }
         object Registry {
             fun lookup(name: String) = names.get(name)
         }
         fun topLevel() = println("x")
-        ''', {"OrderService": "class", "OrderService.place": "method", "Registry": "class",
+        ''', {"OrderService": "class", "OrderService.place": "method",
+              "OrderService.Companion": "class", "OrderService.Companion.create": "method",
+              "Registry": "class",
               "Registry.lookup": "method", "topLevel": "function"},
-        ("OrderService", "Places orders.")),
+        ("OrderService.place", "Places an order.", "fun place(cart: Cart): Order")),
     "ruby": ("orders.rb", '''\
         require 'json'
         module Shop
@@ -207,11 +225,16 @@ SOURCES = {
             end
             def self.build
             end
+            def <=>(other)
+            end
+            def status=(value)
+            end
           end
         end
         ''', {"Shop": "module", "Shop.OrderService": "class",
-              "Shop.OrderService.place": "method", "Shop.OrderService.build": "method"},
-        ("Shop.OrderService", "Places orders.")),
+              "Shop.OrderService.place": "method", "Shop.OrderService.build": "method",
+              "Shop.OrderService.<=>": "method", "Shop.OrderService.status=": "method"},
+        ("Shop.OrderService", "Places orders.", "class OrderService < ServiceBase")),
     "php": ("Orders.php", '''\
         <?php
         use Shop\\Repo\\OrderRepository;
@@ -224,7 +247,8 @@ SOURCES = {
         trait Logs { }
         function helper($x) { return strlen($x); }
         ''', {"OrderService": "class", "OrderService.place": "method", "OrderApi": "interface",
-              "Logs": "trait", "helper": "function"}, ("OrderService", "Places orders.")),
+              "Logs": "trait", "helper": "function"}, ("OrderService", "Places orders.",
+                              "class OrderService extends ServiceBase implements OrderApi")),
 }
 
 
@@ -239,7 +263,7 @@ def test_python_symbols_have_kind_qualified_name_span_signature_and_doc():
     assert {key: symbol.kind for key, symbol in by_id.items()} == {
         "MAX_SIZE": "constant", "UserService": "class", "UserService.name": "method",
         "UserService.create_user": "method", "UserService.create_user.check": "function",
-        "helper@25": "function", "helper@30": "function"}
+        "helper@25": "function", "helper@30": "function", "square": "function"}
     service, name, check = by_id["UserService"], by_id["UserService.name"], \
         by_id["UserService.create_user.check"]
     assert (service.start_line, service.end_line, service.parent) == (10, 22, None)
@@ -291,13 +315,14 @@ def test_python_references_are_calls_imports_and_base_classes_in_their_scope():
 
 
 @pytest.mark.parametrize("language", sorted(SOURCES))
-def test_each_language_reads_its_symbols_and_leading_comment(language):
-    path, source, kinds, (documented, doc) = SOURCES[language]
+def test_each_language_reads_its_symbols_leading_comment_and_signature(language):
+    path, source, kinds, (documented, doc, signature) = SOURCES[language]
     parsed = _parse(path, dedent(source))
     assert (parsed.status, parsed.reason) == (PARSED, None)
     found = {symbol.qualified_name: symbol.kind for symbol in parsed.symbols}
     assert found == kinds
-    assert next(s.doc for s in parsed.symbols if s.qualified_name == documented) == doc
+    symbol = next(s for s in parsed.symbols if s.qualified_name == documented)
+    assert (symbol.doc, symbol.signature) == (doc, signature)
 
 
 @pytest.mark.parametrize(("language", "expected"), [
@@ -335,6 +360,20 @@ def test_go_methods_are_qualified_by_their_receiver_and_scope_their_calls():
         parsed.references
 
 
+def test_a_comment_ending_a_line_of_code_is_not_the_next_definitions_doc():
+    parsed = _parse("app.js", "const size = 65536; // 64 KB\nfunction after() {}\n"
+                              "// Sends.\nfunction send() {}\n")
+    assert [(symbol.name, symbol.doc) for symbol in parsed.symbols] == [
+        ("after", ""), ("send", "Sends.")]
+
+
+def test_a_header_is_read_as_cpp_which_reads_c_too():
+    parsed = parse_file("include/shape.h", b"struct point { int x; };\n"
+                                           b"namespace geo { class Shape { }; }\n")
+    assert parsed.language == "cpp"
+    assert [symbol.qualified_name for symbol in parsed.symbols] == ["point", "geo", "geo.Shape"]
+
+
 def test_a_file_in_no_language_read_here_is_none():
     assert parse_file("README.md", b"# Title\n") is None
 
@@ -369,7 +408,10 @@ def test_binary_files_and_nul_bytes_are_skipped():
 
 def test_generated_and_vendored_files_are_skipped():
     generated = "// Code generated by protoc-gen-go. DO NOT EDIT.\npackage pb\n"
-    assert _parse("api.pb.go", generated).reason == "generated (marked 'DO NOT EDIT')"
+    assert _parse("api.pb.go", generated).reason == \
+        "generated (marked 'Code generated by protoc-gen-go. DO NOT EDIT')"
+    assert _parse("tool.py", '# Skips what says "DO NOT EDIT" and "@generated".\n').status \
+        == PARSED  # only a comment that is the marker marks the file
     assert _parse("schema.py", "# @generated by tool\nX = 1\n").reason == \
         "generated (marked '@generated')"
     assert _parse("vendor/github.com/x/y.go", "package y\n").reason == \
@@ -419,10 +461,12 @@ def test_a_call_on_a_long_expression_keeps_a_bounded_qualifier():
     assert reading.qualifier(b"self.items.") == "self.items"
 
 
-def test_definitions_agree_with_universal_ctags_on_a_tiny_repository(tmp_path):
+def test_bench_code_prints_the_agreement_with_universal_ctags_on_a_tiny_repository(tmp_path):
     if shutil.which("ctags") is None:
         pytest.skip("Universal Ctags (Debian package universal-ctags) is not installed")
-    from jarvis_bench.code import run_code_benchmark
+    from click.testing import CliRunner
+
+    from jarvis_cli.main import cli
 
     (tmp_path / "service.py").write_text(PYTHON)
     path, source, _kinds, _doc = SOURCES["go"]
@@ -432,12 +476,16 @@ def test_definitions_agree_with_universal_ctags_on_a_tiny_repository(tmp_path):
     for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t",
                                                  "commit", "-qm", "tiny"]):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True)
-    result = run_code_benchmark(tmp_path)
+    shown = CliRunner().invoke(cli, ["bench", "code", str(tmp_path), "--json"])
+    assert shown.exit_code == 0, shown.output
+    result = json.loads(shown.stdout)
     agreement = result["ctags"]
     assert agreement["languages"]["python"] == {
-        "ctags_definitions": 6, "jarvis_definitions": 6, "matched": 6, "recall": 1.0,
+        "ctags_definitions": 7, "jarvis_definitions": 7, "matched": 7, "recall": 1.0,
         "precision": 1.0}
     assert agreement["languages"]["go"]["recall"] == 1.0
     assert (agreement["recall"], agreement["precision"]) == (1.0, 1.0)
     assert result["parse"]["skipped"] == {"excluded as vendored or built": 1}
     assert result["parse"]["files"] == 3 and result["parse"]["files_per_s"] > 0
+    table = CliRunner().invoke(cli, ["bench", "code", str(tmp_path)])
+    assert "python" in table.stdout and "files/s" in table.stdout

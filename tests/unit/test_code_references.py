@@ -96,6 +96,10 @@ def test_each_form_is_found_with_its_span():
         (LINE, "service.py:7", "service.py:7"), (LINE, "Service.java:9", "Service.java#L9")]
     assert mentions('  File "/srv/shop/app/parser.py", line 23, in get') == [
         (LINE, "/srv/shop/app/parser.py:23", 'File "/srv/shop/app/parser.py", line 23')]
+    assert mentions("see https://github.com/o/shop/blob/4f2a9c1/app/parser.py#L23-L25 and "
+                    "https://gitlab.com/g/o/shop/-/blob/main/app/parser.py#L3") == [
+        (LINE, "app/parser.py:23", "https://github.com/o/shop/blob/4f2a9c1/app/parser.py#L23"),
+        (LINE, "app/parser.py:3", "https://gitlab.com/g/o/shop/-/blob/main/app/parser.py#L3")]
     # with a line, a path is a place in the file: no second reference to the file itself
     assert not [ref for ref in find_references("src/app/service.py:42") if ref.kind == PATH]
 
@@ -110,9 +114,9 @@ def test_a_document_mentions_a_symbol_once_at_its_first_place():
 def test_prose_words_never_link():
     text = ("We create the user, then get and run the job (see e.g. the guide at example.com,\n"
             "node.js and the file(s) in https://example.com/app/parser.py:22, v1.2.3,\n"
-            "https://example.com/search?q=parse_file() or\n"
-            "maya.chen@shop.example); a function() { return x; } pasted in prose;\n"
-            "`not code at all` and `ls -la` are backticked too.\n")
+            "https://example.com/search?q=parse_file(), app/user_service.py or\n"
+            "ops.team_lead@shop.example); a function() { return x; } pasted in prose;\n"
+            "`not code at all`, `ls -la` and `null` are backticked too.\n")
     assert mentions(text) == []
     nodes = code_nodes() + [symbol_node("shop", "app/words.py", word, "function", 1, 2)
                             for word in ("create", "user", "run", "job", "guide")]
@@ -128,6 +132,7 @@ def test_prose_words_never_link():
     ("com.shop.UserService.createUser", key(JAVA, "UserService.createUser")),  # package
     ("user_service.create_user", key("app/user_service.py", "create_user")),  # module
     ("app.parser.parse_file", key("app/parser.py", "parse_file")),
+    ("Parser.parse_file", key("app/parser.py", "parse_file")),   # a module in any case
     ("createUser", key(JAVA, "UserService.createUser")),
     ("parse_file", key("app/parser.py", "parse_file")),
     ("UserService", key(JAVA, "UserService")),   # not its constructor inside it
@@ -258,3 +263,19 @@ def test_a_commit_message_links_to_the_symbol_it_names():
     assert resolved_mentions(graph, node) == {
         (node.key, key("app/parser.py", "parse_file"), f"xref:{node.key}", (),
          "Speed up parse_file()")}
+
+
+def test_a_mail_thread_and_a_wiki_page_link_to_the_symbols_they_name(tmp_path):
+    from tests.export_helpers import message, rest_page
+    from tests.unit.test_mail_page_graph import mail_graph, page_graph
+
+    (tmp_path / "mail").mkdir()
+    mail = mail_graph(tmp_path / "mail", message(
+        "s1@shop.example", "Signup", "Since Monday it fails in UserService.java:12.\n"))
+    page = page_graph(tmp_path, [rest_page("65537", "Signup", "<p>The form calls "
+                                           "<code>parse_file</code> first.</p>")])
+    for graph, kind, dst in ((mail, "thread", key(JAVA, "UserService.createUser")),
+                             (page, "page", key("app/parser.py", "parse_file"))):
+        [node] = [node for node in graph.nodes if node.type == kind]
+        [(src, target, origin, evidence, _)] = resolved_mentions(graph, node)
+        assert (src, target, origin) == (node.key, dst, f"xref:{node.key}") and evidence

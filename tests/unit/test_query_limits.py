@@ -30,7 +30,7 @@ def config(tmp_path):
 
 
 def test_the_source_types_are_those_the_chunker_writes():
-    assert SOURCE_TYPES == ("note", "commit", "repo_doc", "ticket", "email", "page")
+    assert SOURCE_TYPES == ("note", "commit", "repo_doc", "code", "ticket", "email", "page")
     assert search_filter(None, list(SOURCE_TYPES)).source_types == list(SOURCE_TYPES)
     with pytest.raises(QueryError, match="unknown source type 'thread'"):
         search_filter(None, ["thread"])
@@ -63,7 +63,7 @@ def test_lists_are_capped_and_source_types_known():
     with pytest.raises(QueryError) as unknown:
         search_filter(source_types=["note", "mail"])
     assert str(unknown.value) == ("unknown source type 'mail': source_types are note, commit, "
-                                  "repo_doc, ticket, email, page")
+                                  "repo_doc, code, ticket, email, page")
 
 
 class Arguments(BaseModel):

@@ -115,6 +115,16 @@ def test_status_marks_sources_not_yet_published():
     assert lines[5].split()[:4] == ["later", "vault", "no", "0"]
 
 
+def test_status_says_how_the_vectors_were_embedded_and_why():
+    embedding = {"backend": "openvino", "precision": "f32",
+                 "reason": "auto: openvino; not openvino-bf16: this CPU has no native bf16"}
+    text = render_status({"data_dir": "/d", "totals": {}, "sources": [], "published": {
+        "version": "v1", "model": "m", "published_at": "2026-11-24T08:17:45.2+00:00",
+        "embedding": embedding}})
+    assert text.splitlines()[2] == ("embedded with openvino (f32): auto: openvino; not "
+                                    "openvino-bf16: this CPU has no native bf16")
+
+
 def test_table_aligns_columns_under_a_rule():
     assert table([{"a": 1, "bb": "long value"}], ["a", "bb"], "  ").splitlines() == [
         "  a  bb", "  -  ----------", "  1  long value"]

@@ -76,19 +76,19 @@ def _file_changes(lines: list[bytes]) -> list[FileChange]:
             old_count = int(found[1]) if found[1] is not None else 1
             start = int(found[2])
             new_count = int(found[3]) if found[3] is not None else 1
-            taken, added, deleted, number = 0, [], 0, start
-            while taken < old_count + new_count and at < len(lines):
+            old_taken, added, deleted, number = 0, [], 0, start
+            while (old_taken < old_count or number < start + new_count) and at < len(lines):
                 text = lines[at]
                 at += 1
-                if text.startswith(b"\\"):  # git's "\ No newline at end of file"
-                    continue
-                taken += 1
                 if text.startswith(b"+"):
                     if text[1:].strip():
                         added.append(number)
                     number += 1
-                elif text[1:].strip():
-                    deleted += 1
+                elif text.startswith(b"-"):
+                    old_taken += 1
+                    deleted += 1 if text[1:].strip() else 0
+                # else git's "\ No newline at end of file" (no context lines: -U0, and no
+                # hunks joined across unchanged lines: --inter-hunk-context=0)
             if added or deleted:
                 hunks.append(Hunk(start, new_count, tuple(added), deleted))
     close()
@@ -96,7 +96,8 @@ def _file_changes(lines: list[bytes]) -> list[FileChange]:
 
 
 def _patch_log(repo: Path, shas: Sequence[str], pathspecs: Sequence[str]) -> bytes:
-    return git(repo, "log", "--no-walk=unsorted", "--stdin", "-p", "-U0", "-M",
+    return git(repo, "log", "--no-walk=unsorted", "--stdin", "-p", "-U0",
+               "--inter-hunk-context=0", "--root", "-M",
                "--full-index", "--no-color", "--no-ext-diff", "--no-textconv",
                "--no-show-signature", "--src-prefix=a/", "--dst-prefix=b/",
                "--format=%x1e%H", "--", *pathspecs,

@@ -10,6 +10,7 @@ import duckdb
 from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.kind import Ingested, IngestRun, SourceUnreachable
 from jarvis_core.sources.plan import ItemCounts, failure_row
+from jarvis_core.sources.repo.code.ingest import code_settings_id
 from jarvis_core.sources.repo.code.modifies import (
     modified_symbols,
     stored_spans,
@@ -182,12 +183,14 @@ def ingest(run: IngestRun) -> Ingested:
 
     def spans_at_head(versions):
         with run.connect() as conn:
-            return stored_spans(conn, source, versions)
+            return stored_spans(conn, source, versions, code_settings_id(repo))
 
     symbol_rows, undiffed = modified_symbols(destination, source, sync.symbol_commits,
                                              repo.code, repo.exclude, spans_at_head)
-    for sha, reason in undiffed:
-        run.warn(f"{source}/commits/{sha}: the symbols it modified are unknown: {reason}")
+    if undiffed:
+        sha, reason = undiffed[0]
+        run.warn(f"{source}: the symbols {len(undiffed)} commits modified are unknown, git "
+                 f"could not diff them (commit {sha[:12]}: {reason})")
     watch.lap("symbols")
     with run.connect() as conn:
         if not sync.unchanged:

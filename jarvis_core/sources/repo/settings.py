@@ -16,7 +16,7 @@ DEFAULT_REPO_DOCS = ("README*", "docs/**/*.md")
 _REMOTE_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|[^/\s]+@[^/\s]+:)")
 # Vendored, built and minified files: someone else's code, or ours in another form.
 DEFAULT_CODE_EXCLUDE = ("**/vendor/**", "**/node_modules/**", "**/dist/**", "**/third_party/**",
-                        "**/*.min.js", "**/*.min.css", "**/*.bundle.js")
+                        "**/*.min.js", "**/*.bundle.js")
 
 
 class CodeSettings(Strict):

@@ -7,7 +7,8 @@ payload carries ``chunk_id`` because a UUID cannot be turned back into one.
 
 A collection holds the vectors of exactly one embedding model: the store records the model
 and dimension and refuses to open a collection made for another one (``VectorStoreMismatch``).
-``collection_name`` derives the name from both, so a model change lands in a new collection.
+``collection_name`` derives the name from both and from the precision the model computes in,
+so a model change or a precision change lands in a new collection.
 
 Qdrant Edge takes an exclusive lock on its write-ahead log, so one directory is open in one
 process at a time. The writer shares its data with ``publish_copy`` (a consistent copy taken
@@ -114,11 +115,14 @@ def point_id(chunk_id: str) -> str:
     return str(uuid.uuid5(POINT_NAMESPACE, chunk_id))
 
 
-def collection_name(model: str, dimension: int) -> str:
-    """``chunks__<model>__<dimension>``: safe for a directory and a Qdrant collection name,
-    and different for every model, so switching models never mixes vectors."""
+def collection_name(model: str, dimension: int, precision: str) -> str:
+    """``chunks__<model>__<dimension>``, with ``__<precision>`` unless float32 (the name
+    every earlier collection has): safe for a directory and a Qdrant collection name, and
+    different for every model and precision the model computes in, so switching either never
+    mixes vectors (jarvis_core/embedding_backends.py)."""
     slug = re.sub(r"[^a-z0-9.-]+", "_", model.lower()).strip("_.-") or "model"
-    return f"chunks__{slug}__{int(dimension)}"
+    suffix = "" if precision == "f32" else f"__{precision}"
+    return f"chunks__{slug}__{int(dimension)}{suffix}"
 
 
 def _normalised_modified_at(value: Any, chunk_id: str) -> str | None:

@@ -12,9 +12,9 @@ source file (``file:``) and per symbol (``symbol:``, model.py says its propertie
   exact (same file, imported, ``self``) is confidence ``high`` (Edge ``EXPLICIT``,
   extractor ``code_name_high``); the one definition of that name elsewhere in the
   repository is ``medium`` (``INFERRED``, ``code_name_medium``). An ambiguous name is no
-  edge but a broken link (reason ``ambiguous``) listing its candidates, as a note's link
-  to several notes is; a base that resolves to nothing is one too (``unresolved``); a call
-  that resolves to nothing (a builtin, a library) is dropped.
+  edge but a broken link (reason ``ambiguous``) listing its candidates (at most 10), as a
+  note's link to several notes is; a base that resolves to nothing is one too
+  (``unresolved``); a call that resolves to nothing (a builtin, a library) is dropped.
 
 Every edge's evidence text is ``path:line  construct`` (the symbol's signature, the call or
 the import as written); its evidence is the chunks of the code document of the symbol it
@@ -185,8 +185,8 @@ class _Builder:
     def bases(self, references: list[dict]) -> None:
         """EXTENDS and IMPLEMENTS, before the calls: a call on ``self`` looks in bases."""
         for ref in references:
-            if ref["kind"] not in (EXTENDS, IMPLEMENTS):
-                continue
+            if ref["kind"] not in (EXTENDS, IMPLEMENTS) or "=" in ref["name"]:
+                continue  # not a base, or a class statement's keyword (metaclass=ABCMeta)
             owner = self.index.owner_type(ref["path"], ref["scope"], ref["line"])
             if owner is None:
                 continue

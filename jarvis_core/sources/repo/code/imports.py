@@ -57,6 +57,15 @@ def _unquoted(name: str) -> str:
     return name.strip().strip("\"'`<>")
 
 
+def _declared(name: str, *keywords: str) -> str:
+    """A dotted name without the keywords written before it or the ``;`` after it."""
+    name = name.strip().rstrip(";").strip()
+    for keyword in keywords:
+        if name.startswith(keyword + " "):
+            name = name[len(keyword):].strip()
+    return name
+
+
 class ImportResolver:
     """Resolves the imports of one repository's files; built once from every path."""
 
@@ -100,7 +109,7 @@ class ImportResolver:
         if language == "go":
             return self._go(_unquoted(name), qualifier)
         if language in ("java", "kotlin"):
-            return self._jvm(name.strip().removeprefix("static ").strip(), qualifier)
+            return self._jvm(_declared(name, "import", "static"), qualifier)
         return Import((), qualifier, qualifier)
 
     # -- Python ------------------------------------------------------------------------

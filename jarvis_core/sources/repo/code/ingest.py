@@ -37,8 +37,10 @@ BLOB_BATCH = 500  # files read from git and parsed per batch
 
 
 def code_settings_id(settings) -> str:
-    """What shapes the code rows besides the files: a change re-parses every file."""
-    return json.dumps([PARSER_VERSION, settings.code.model_dump(mode="json")], sort_keys=True)
+    """What shapes the code rows besides the files: a change re-parses every file (how many
+    commits have their modified symbols found does not shape them)."""
+    return json.dumps([PARSER_VERSION, settings.code.model_dump(
+        mode="json", exclude={"history_commits"})], sort_keys=True)
 
 
 def wanted_files(conn: duckdb.DuckDBPyConnection, source: str, settings) -> dict[str, str]:

@@ -48,7 +48,8 @@ class Definition:
     at file or type level (a constant by convention); ``owner``: a field naming the type the
     symbol belongs to (Go's method receiver); ``inside``: only where its parent's parent is
     one of these (an object literal's function is a method of a declared object, not of an
-    argument); ``body``: the field holding its body (in the
+    argument); ``unnamed``: its name when none is written (Kotlin's companion object);
+    ``body``: the field holding its body (in the
     value's node when ``value`` is set); ``needs_body``: without one it is only a mention
     (C's ``struct s *p;``)."""
 
@@ -61,6 +62,7 @@ class Definition:
     upper: bool = False
     owner: str | None = None
     inside: frozenset[str] | None = None
+    unnamed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,11 @@ _C_DEFINITIONS = {
     "enum_specifier": Definition(ENUM, needs_body=True),
     "type_definition": Definition(TYPE, name="declarator"),
 }
+_JAVA_LIKE = {  # the same node types in Java and C#
+    "class_declaration": _CLASS, "record_declaration": _CLASS,
+    "interface_declaration": Definition(INTERFACE), "enum_declaration": Definition(ENUM),
+    "method_declaration": _METHOD, "constructor_declaration": _METHOD,
+}
 _C = Grammar("c", "tree_sitter_c", definitions=_C_DEFINITIONS,
              calls={"call_expression": "function"}, imports={"preproc_include": "path"})
 
@@ -173,11 +180,7 @@ GRAMMARS: tuple[Grammar, ...] = (
         wrappers=frozenset({"type_declaration", "const_declaration"})),
     Grammar(
         "java", "tree_sitter_java",
-        definitions={"class_declaration": _CLASS, "record_declaration": _CLASS,
-                     "interface_declaration": Definition(INTERFACE),
-                     "annotation_type_declaration": Definition(INTERFACE),
-                     "enum_declaration": Definition(ENUM), "method_declaration": _METHOD,
-                     "constructor_declaration": _METHOD,
+        definitions={**_JAVA_LIKE, "annotation_type_declaration": Definition(INTERFACE),
                      "annotation_type_element_declaration": _METHOD},
         calls={"method_invocation": "", "object_creation_expression": "type"},
         anonymous=frozenset({"object_creation_expression"}),
@@ -206,11 +209,7 @@ GRAMMARS: tuple[Grammar, ...] = (
         bases={"base_class_clause": EXTENDS}),
     Grammar(
         "csharp", "tree_sitter_c_sharp",
-        definitions={"class_declaration": _CLASS, "record_declaration": _CLASS,
-                     "struct_declaration": Definition(STRUCT),
-                     "interface_declaration": Definition(INTERFACE),
-                     "enum_declaration": Definition(ENUM), "method_declaration": _METHOD,
-                     "constructor_declaration": _METHOD,
+        definitions={**_JAVA_LIKE, "struct_declaration": Definition(STRUCT),
                      "namespace_declaration": Definition(MODULE),
                      "file_scoped_namespace_declaration": Definition(MODULE)},
         calls={"invocation_expression": "function", "object_creation_expression": "type"},
@@ -218,6 +217,7 @@ GRAMMARS: tuple[Grammar, ...] = (
     Grammar(
         "kotlin", "tree_sitter_kotlin",
         definitions={"class_declaration": _CLASS, "object_declaration": _CLASS,
+                     "companion_object": Definition(CLASS, unnamed="Companion"),
                      "function_declaration": _FUNCTION},
         calls={"call_expression": ""}, imports={"import": "written"},
         bases={"delegation_specifiers": EXTENDS},
@@ -246,7 +246,7 @@ EXTENSIONS: Mapping[str, str] = {
     ".py": "python", ".pyi": "python",
     ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
     ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".java": "java", ".rs": "rust", ".c": "c", ".h": "c",
+    ".go": "go", ".java": "java", ".rs": "rust", ".c": "c", ".h": "cpp",  # C++ reads C headers
     ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
     ".cs": "csharp", ".kt": "kotlin", ".kts": "kotlin", ".rb": "ruby", ".php": "php",
 }

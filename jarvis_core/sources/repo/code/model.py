@@ -53,7 +53,9 @@ class Symbol:
     """One definition. ``signature`` is its declaration line(s) up to the body;
     ``doc`` its docstring or leading comment (comment markers removed); ``text`` its own
     code: the body with each nested symbol's body left out (its signature kept, then
-    `...`), so a class's text is not its methods' text again."""
+    `...`), so a class's text is not its methods' text again. ``start_line`` is the line
+    that names it (below its decorators or annotations, as ctags and editors point to it),
+    ``end_line`` its last."""
 
     symbol_id: str
     kind: str

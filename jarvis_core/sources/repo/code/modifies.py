@@ -25,7 +25,7 @@ import duckdb
 import polars as pl
 
 from jarvis_core.sources.repo.code.languages import EXTENSIONS
-from jarvis_core.sources.repo.code.parse import parse_file
+from jarvis_core.sources.repo.code.parse import PARSER_VERSION, parse_file
 from jarvis_core.sources.repo.git import read_blobs
 from jarvis_core.sources.repo.hunks import FileChange, Hunk, read_hunks
 from jarvis_core.sources.repo.settings import CodeSettings
@@ -56,10 +56,9 @@ class _Spans:
 
     def holder(self, first: int, last: int) -> Span | None:
         """The innermost span holding lines ``first`` to ``last``."""
-        at = bisect.bisect_right(self.starts, first)
-        for span in reversed(self.spans[:at]):
-            if span.end_line >= last:
-                return span
+        for at in range(bisect.bisect_right(self.starts, first) - 1, -1, -1):
+            if self.spans[at].end_line >= last:
+                return self.spans[at]
         return None
 
 
@@ -102,17 +101,19 @@ def touched_symbols(spans: Iterable[Span], hunks: Sequence[Hunk]) -> dict[str, T
 
 
 def symbol_settings(limits: CodeSettings) -> str:
-    """What the symbols commits modified are found with: the code settings and this
-    module's version (empty when the code is not read: no commit has symbols)."""
+    """What the symbols commits modified are found with: the parser, the code settings and
+    this module's version (empty when the code is not read: no commit has symbols)."""
     if not limits.enabled:
         return ""
-    return json.dumps([MODIFIES_VERSION, limits.model_dump(mode="json")], sort_keys=True)
+    return json.dumps([MODIFIES_VERSION, PARSER_VERSION, limits.model_dump(mode="json")],
+                      sort_keys=True)
 
 
-def stored_spans(conn: duckdb.DuckDBPyConnection, source: str, versions: Iterable[Version]
-                 ) -> dict[Version, list[Span]]:
+def stored_spans(conn: duckdb.DuckDBPyConnection, source: str, versions: Iterable[Version],
+                 code_settings: str) -> dict[Version, list[Span]]:
     """The spans the code tables hold for those of ``versions`` still at the head (a file
-    the code layer skipped has none)."""
+    the code layer skipped has none), when the code layer last ran with ``code_settings``
+    (its parser and settings are the ones in use)."""
     wanted = pl.DataFrame(sorted(versions), schema={"path": pl.Utf8, "blob_sha": pl.Utf8},
                           orient="row")
     conn.register("jarvis_versions", wanted.to_arrow())
@@ -120,8 +121,9 @@ def stored_spans(conn: duckdb.DuckDBPyConnection, source: str, versions: Iterabl
         rows = conn.execute("""
             SELECT f.path, f.blob_sha, s.symbol_id, s.start_line, s.end_line
             FROM code_files f JOIN jarvis_versions v USING (path, blob_sha)
+            JOIN code_state c ON c.source = f.source AND c.settings = $2
             LEFT JOIN code_symbols s ON s.source = f.source AND s.path = f.path
-            WHERE f.source = ?""", [source]).fetchall()
+            WHERE f.source = $1""", [source, code_settings]).fetchall()
     finally:
         conn.unregister("jarvis_versions")
     found: dict[Version, list[Span]] = {}
@@ -133,10 +135,14 @@ def stored_spans(conn: duckdb.DuckDBPyConnection, source: str, versions: Iterabl
 
 
 def code_pathspecs(limits: CodeSettings) -> list[str]:
-    """Git pathspecs of the files the parser reads, vendored and built ones left out (git's
-    globs match no more than ``matches`` does, so the files are filtered again after)."""
+    """Git pathspecs of the files the parser reads, vendored and built ones left out so
+    their diffs are not even produced. Git's globs match no more than ``matches`` does, so
+    the files are filtered again after; a pattern git would refuse (outside the repository)
+    or read as every file (empty) is left to that filter."""
     return [*(f":(glob,icase)**/*{suffix}" for suffix in sorted(EXTENSIONS)),
-            *(f":(glob,exclude){pattern}" for pattern in limits.exclude)]
+            *(f":(glob,exclude){pattern}" for pattern in limits.exclude
+              if pattern and not pattern.startswith(("/", ":"))
+              and ".." not in pattern.split("/"))]
 
 
 def parsed_spans(checkout: Path, versions: Iterable[Version], limits: CodeSettings

@@ -6,6 +6,7 @@ stack and the clock."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from tree_sitter import Node, Parser, Tree
@@ -16,9 +17,10 @@ from jarvis_core.sources.repo.code.syntax import FileReader
 from jarvis_core.sources.repo.settings import CodeSettings
 from jarvis_core.sources.repo.sync import matches
 
-# Markers of generated code within a file's first bytes (Go's "Code generated … DO NOT EDIT.",
-# Facebook's and protoc's "@generated").
-GENERATED_MARKERS = (b"@generated", b"DO NOT EDIT")
+# A comment line in a file's first bytes that marks it generated: Go's convention (a tool
+# named, then the capitals asking not to edit), the capitals alone, or Facebook's at-tag.
+GENERATED = re.compile(rb"^[ \t]*(?://|#|/?\*+|<!--|--)[ \t]*(@generated\b|DO NOT EDIT\b|"
+                       rb".*\b(?i:generated)\b.*\bDO NOT EDIT\b)", re.MULTILINE)
 _HEAD_BYTES = 2048
 _MIN_BYTES_FOR_MEAN = 4096  # a short file with one long line is not minified
 _READ_BYTES = 1 << 16
@@ -63,10 +65,9 @@ def skip_reason(path: str, data: bytes, limits: CodeSettings) -> str | None:
         return f"{len(data)} bytes, over the limit of {limits.max_file_bytes}"
     if b"\0" in data:
         return "binary: it holds NUL bytes"
-    head = data[:_HEAD_BYTES]
-    marker = next((marker for marker in GENERATED_MARKERS if marker in head), None)
+    marker = GENERATED.search(data[:_HEAD_BYTES])
     if marker is not None:
-        return f"generated (marked {marker.decode()!r})"
+        return f"generated (marked {marker.group(1).decode('utf-8', 'replace')[:60]!r})"
     lines = data.split(b"\n")
     longest = max(len(line) for line in lines)
     if longest > limits.max_line_length:

@@ -17,7 +17,7 @@ IDENTIFIERS = frozenset({
     "identifier", "type_identifier", "field_identifier", "property_identifier",
     "private_property_identifier", "shorthand_property_identifier", "constant", "name",
     "simple_identifier", "destructor_name", "operator_name", "package_identifier",
-    "namespace_identifier"})
+    "namespace_identifier", "operator", "setter"})  # Ruby's `def <=>`, `def name=`
 # Fields leading from a declarator, member expression or call to the name it ends in.
 _NAME_FIELDS = ("declarator", "name", "property", "field", "attribute", "method")
 _CALLEE_FIELDS = _NAME_FIELDS + ("function",)  # Rust's generic_function
@@ -37,6 +37,24 @@ _QUOTES = "'\"`<>"
 def name_node(node: Node | None) -> tuple[Node, list[Node]] | None:
     """The name a definition's name field ends in (``*f(int)`` → ``f``, ``a.b.c`` → ``c``),
     with the owners written before it (``Foo::bar`` → ``Foo``)."""
+    return _name_in(node, _NAME_FIELDS, last_child=False)
+
+
+def callee(call: Node, field: str) -> tuple[Node, Node] | None:
+    """The called name and the expression it ends (``os.path.join(…)`` → ``join``, and
+    ``os.path.join``); ``field`` "" reads the call node itself (Java's ``obj.m()``)."""
+    node = call.child_by_field_name(field) if field else call
+    if node is not None and field == "" and _first_field(node, _NAME_FIELDS) is None:
+        node = node.named_children[0] if node.named_children else None  # Kotlin
+    found = _name_in(node, _CALLEE_FIELDS, last_child=True)
+    return (found[0], node) if found is not None and node is not None else None
+
+
+def _name_in(node: Node | None, fields: tuple[str, ...], last_child: bool
+             ) -> tuple[Node, list[Node]] | None:
+    """Down ``fields`` (or, with ``last_child``, the last child that is no argument list:
+    Kotlin's navigation suffix, a generic type's name) to an identifier, with the owners
+    passed on the way."""
     owners: list[Node] = []
     for _ in range(_MAX_STEPS):
         if node is None:
@@ -46,24 +64,8 @@ def name_node(node: Node | None) -> tuple[Node, list[Node]] | None:
         owner = _first_field(node, _OWNER_FIELDS)
         if owner is not None:
             owners.append(owner)
-        node = _first_field(node, _NAME_FIELDS)
-    return None
-
-
-def callee(call: Node, field: str) -> tuple[Node, Node] | None:
-    """The called name and the expression it ends (``os.path.join(…)`` → ``join``, and
-    ``os.path.join``); ``field`` "" reads the call node itself (Java's ``obj.m()``)."""
-    node = call.child_by_field_name(field) if field else call
-    if node is not None and field == "" and _first_field(node, _NAME_FIELDS) is None:
-        node = node.named_children[0] if node.named_children else None  # Kotlin
-    start = node
-    for _ in range(_MAX_STEPS):
-        if node is None:
-            return None
-        if node.type in IDENTIFIERS:
-            return node, start
-        inner = _first_field(node, _CALLEE_FIELDS)
-        if inner is None:  # Kotlin's navigation suffix, a generic type's name
+        inner = _first_field(node, fields)
+        if inner is None and last_child:
             parts = [child for child in node.named_children if child.type not in _NOT_BASES]
             inner = parts[-1] if parts else None
         node = inner

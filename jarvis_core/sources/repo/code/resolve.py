@@ -38,7 +38,7 @@ from jarvis_core.sources.repo.code.model import (
 )
 
 HIGH, MEDIUM, AMBIGUOUS = "high", "medium", "ambiguous"
-MAX_CANDIDATES = 20  # an ambiguous name lists at most this many candidates (the first by key)
+MAX_CANDIDATES = 10  # an ambiguous name lists at most this many candidates (the first by key)
 Resolution = tuple[tuple[str, ...], str | None]  # symbol keys, HIGH / MEDIUM / AMBIGUOUS
 NOTHING: Resolution = ((), None)
 
@@ -97,7 +97,8 @@ class SymbolIndex:
             path, parent = row["path"], row["parent"]
             owner = symbol_key(repo, path, parent) if parent else repo_file_key(self.repo, path)
             if parent and owner not in self.rows:  # a Go method of a type in another file
-                types = types_in_folder.get((posixpath.dirname(path), parent.split(".")[-1]))
+                named = re.split(r"[\[<]", parent.split(".")[-1])[0].lstrip("*&")
+                types = types_in_folder.get((posixpath.dirname(path), named))
                 owner = types[0] if types and len(types) == 1 else repo_file_key(self.repo, path)
             self.owner[key] = owner
             self.members[(owner, row["name"])].append(key)
@@ -204,13 +205,11 @@ class SymbolIndex:
             if not binding.files:
                 return NOTHING
             rest = parts[cut:]
-            if binding.imported is None:  # a module: its top level, then members
+            heads = self.top(binding.files, binding.imported) if binding.imported else []
+            if not heads:  # a module (`import a.b as x` reads like `from a import b`)
                 if not rest:
                     return self.decide(self.top(binding.files, name), HIGH)
-                heads = self.top(binding.files, rest[0])
-                rest = rest[1:]
-            else:
-                heads = self.top(binding.files, binding.imported)
+                heads, rest = self.top(binding.files, rest[0]), rest[1:]
             return self._members_of(heads, rest, name)
         heads = self._in_file(path, parts[0], types_only=True)
         if heads is None or not heads[0] or heads[1] != HIGH:

@@ -14,9 +14,11 @@ from tree_sitter import Node
 from jarvis_core.sources.repo.code import references
 from jarvis_core.sources.repo.code.languages import FUNCTION_VALUES, Definition, Grammar
 from jarvis_core.sources.repo.code.model import (
+    CALL,
     CLASS,
     ENUM,
     FUNCTION,
+    IMPORT,
     INTERFACE,
     METHOD,
     STRUCT,
@@ -85,7 +87,8 @@ class FileReader:
             inner = self._visit(node, scope) if node.type in self.grammar.read else scope
             if node.named_child_count:
                 stack.extend((child, inner, depth + 1) for child in reversed(node.named_children))
-        return self._symbols(), self._references()
+        ids = _symbol_ids(self.found)
+        return self._symbols(ids), self._references(ids)
 
     def _visit(self, node: Node, scope: _Scope) -> _Scope:
         """Record what ``node`` defines or references; the scope its children are in."""
@@ -110,7 +113,7 @@ class FileReader:
             self._call(node, grammar.calls[kind], scope)
         if kind in grammar.imports:
             for name, qualifier in references.imports(grammar.imports[kind], node, self.text):
-                self._refer("import", name, qualifier, scope, node)
+                self._refer(IMPORT, name, qualifier, scope, node)
         return inner
 
     def _define(self, node: Node, specs: Definition | tuple[Definition, ...],
@@ -132,8 +135,10 @@ class FileReader:
         if spec.inside is not None and (node.parent is None or node.parent.parent is None
                                         or node.parent.parent.type not in spec.inside):
             return None
-        body = (value or node).child_by_field_name(spec.body) or next(
-            (child for child in node.named_children if child.type in self.grammar.bodies), None)
+        body = (value or node).child_by_field_name(spec.body)
+        if body is None and self.grammar.bodies:
+            body = next((child for child in node.named_children
+                         if child.type in self.grammar.bodies), None)
         if spec.needs_body and body is None:
             return None
         named = node.child_by_field_name(spec.name)
@@ -141,10 +146,12 @@ class FileReader:
                            or (scope.symbol is not None and not scope.typed)):
             return None
         resolved = references.name_node(named)
+        if resolved is None and spec.unnamed and named is None:
+            resolved = node, []
         if resolved is None:
             return None
         name_node, owner_nodes = resolved
-        name = self.text(name_node)
+        name = self.text(name_node) if resolved[0] != node else spec.unnamed
         if not name or (spec.upper and not _UPPER.match(name)):
             return None
         owner = _type_name(node.child_by_field_name(spec.owner)) if spec.owner else None
@@ -182,47 +189,51 @@ class FileReader:
         if name in self.grammar.import_calls and qualifier is None:
             module = references.string_argument(node, self.text)
             if module:
-                self._refer("import", module, None, scope, node)
+                self._refer(IMPORT, module, None, scope, node)
                 return
-        self._refer("call", name, qualifier, scope, node)
+        self._refer(CALL, name, qualifier, scope, node)
 
     def _refer(self, kind: str, name: str, qualifier: str | None, scope: _Scope,
                node: Node) -> None:
         where = scope.symbol if scope.symbol is not None else scope.prefix.rstrip(".") or None
         self.references.append((kind, name, qualifier, where, node.start_point.row + 1))
 
-    def _symbols(self) -> list[Symbol]:
-        self.ids = _symbol_ids(self.found)
+    def _symbols(self, ids: list[str]) -> list[Symbol]:
         children: dict[int, list[_Found]] = {}
         for found in self.found:
             if found.parent is not None:
                 children.setdefault(found.parent, []).append(found)
         return [Symbol(
-            symbol_id=self.ids[index], kind=found.kind, name=found.name,
+            symbol_id=ids[index], kind=found.kind, name=found.name,
             qualified_name=found.qualified_name, signature=self._signature(found),
             doc=self._doc(found), start_line=found.name_line,
             end_line=found.node.end_point.row + 1,
-            parent=None if found.parent is None else self.ids[found.parent],
+            parent=None if found.parent is None else ids[found.parent],
             text=self._elided(found, children.get(index, [])),
         ) for index, found in enumerate(self.found)]
 
-    def _references(self) -> list[CodeReference]:
+    def _references(self, ids: list[str]) -> list[CodeReference]:
         return [CodeReference(kind, name, qualifier,
-                              self.ids[where] if isinstance(where, int) else where, line)
+                              ids[where] if isinstance(where, int) else where, line)
                 for kind, name, qualifier, where, line in self.references]
 
     def _signature(self, found: _Found) -> str:
-        node, body = found.node, found.body
-        if body is not None and body.parent == node:  # up to the body, comments left out
+        """From the keyword that declares it on its line (``export``, Go's ``type``, not a
+        decorator above) to its body, comments left out; without a body, its first line."""
+        node, body, outer = found.node, found.body, found.outer
+        start = outer.start_byte if outer.start_point.row == node.start_point.row \
+            else node.start_byte
+        if body is not None and body.parent == node:
             end = max((child.end_byte for child in node.children
                        if child.end_byte <= body.start_byte
                        and child.type not in self.grammar.comments), default=body.start_byte)
-            head = self.data[node.start_byte:end]
         elif body is not None:
-            head = self.data[node.start_byte:body.start_byte]
+            end = body.start_byte
         else:
-            head = self.data[node.start_byte:node.end_byte].split(b"\n", 1)[0]
-        return head.decode("utf-8", "replace").rstrip()[:_MAX_SIGNATURE]
+            end = self.data.find(b"\n", start, node.end_byte)
+            end = node.end_byte if end < 0 else end
+        head = self.data[start:end].decode("utf-8", "replace").rstrip()
+        return head.removesuffix("{").rstrip()[:_MAX_SIGNATURE]
 
     def _doc(self, found: _Found) -> str:
         if self.grammar.docstrings and found.body is not None:
