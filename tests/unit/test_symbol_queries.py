@@ -289,7 +289,8 @@ def test_search_code_shows_each_symbol_s_place_and_names_first(kb):
 
 
 def test_graph_search_and_graphrag_start_from_a_symbol(kb):
-    for name in ("clamp_future", symbol(CLOCK, "clamp_future"), f"{CLOCK}:7"):
+    for name in ("clamp_future", symbol(CLOCK, "clamp_future"), f"{CLOCK}:7",
+                 f"{CLOCK}::clamp_future", code(CLOCK, "clamp_future")):
         result = kb.search_graph(name)
         assert result["center"]["key"] == symbol(CLOCK, "clamp_future"), name
         assert (result["vault"], result["path"]) == ("lumen", f"{CLOCK}::clamp_future")
