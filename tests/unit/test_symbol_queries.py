@@ -20,6 +20,7 @@ from jarvis_core.stores.graph.elements import EXPLICIT, INFERRED, Edge, Node
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_core.stores.keyword import KeywordIndex
 from jarvis_core.stores.tables import SHARED_TABLES, ensure_schema
+from jarvis_query.access_log import documents_of
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.lookup import DocumentNotFound
 from jarvis_query.render_code import render_code_results, render_symbol
@@ -222,6 +223,9 @@ def test_a_symbol_shows_its_definition_callers_and_story(kb):
         ISSUE, ["FIXES"], "gh", "lumen#7")
     assert keys(answer["mentions"]) == [NOTE, ISSUE]  # newest first
     assert answer["mentions"][1]["evidence_text"] == MENTION_LINE
+    assert documents_of(answer) == [  # what the access log records of the answer
+        f"lumen/{CLOCK}::clamp_future", f"lumen/{API}::post_reading",
+        "lumen/commits/" + "a" * 40, "gh/lumen#7", "notes/Clock drift.md"]
     text = render_symbol(answer)
     assert "post_reading  at src/lumen/ingest/api.py:13  (high)" in text
     assert "lumen#7: Station clocks drift  (FIXES by aaaaaaa)  [gh/lumen#7]" in text
