@@ -21,7 +21,8 @@ _WANTS_JSON = "jarvis.wants_json"
 FLAGS = {"query": "QUERY", "query_note_path": "NOTE", "path": "NOTE", "limit": "--limit",
          "depth": "--depth", "alpha": "--alpha", "similarity_threshold": "--threshold",
          "max_tokens": "--max-tokens", "source_types": "--type", "tags": "--tag",
-         "modified_after": "--after", "modified_before": "--before"}
+         "modified_after": "--after", "modified_before": "--before", "name": "NAME",
+         "repo": "--repo"}
 
 
 class _JsonError(click.ClickException):

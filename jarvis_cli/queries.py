@@ -1,7 +1,8 @@
 """The commands that read the published knowledge base: search (semantic, keyword, hybrid,
-graph, GraphRAG), read a note, list the sources, analytics, status and failure notices (the MCP
-server is `jarvis serve`, jarvis_cli/assistants.py). They import the query package and what
-answering needs, never Dagster or torch: a cold `jarvis search` answers in about a second."""
+graph, GraphRAG, code), a symbol of the code, read a note, list the sources, analytics,
+status and failure notices (the MCP server is `jarvis serve`, jarvis_cli/assistants.py).
+They import the query package and what answering needs, never Dagster or torch: a cold
+`jarvis search` answers in about a second."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from jarvis_query.render import (
     render_vault_context,
     render_vaults,
 )
+from jarvis_query.render_code import render_code_results, render_symbol
 
-_TYPE_HELP = ("Only this source type (repeatable): note, commit, repo_doc, ticket, email "
-              "(mail threads), page (Confluence).")
+_TYPE_HELP = ("Only this source type (repeatable): note, commit, repo_doc, code (one "
+              "document per symbol), ticket, email (mail threads), page (Confluence).")
 _CHUNKS = click.option("--chunks", "chunks", is_flag=True,
                        help="Every matching chunk (a document's chunks apart) instead of one "
                             "hit per document.")
@@ -201,5 +203,36 @@ def graphrag(obj: CliContext, query: str, vault: str | None, limit: int, depth: 
         emit_text(pack, as_json, render_graphrag_ranking)
 
 
+@click.command()
+@click.argument("name")
+@click.option("--repo", default=None, help="Only this repository.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def symbol(obj: CliContext, name: str, repo: str | None, as_json: bool) -> None:
+    """A symbol of the code: NAME is its name (clamp_future), qualified name
+    (UserService.create_user) or file and line (src/app/service.py:42). Shows its definition
+    and code, callers and callees, base and derived types, and its story: the commits that
+    changed it, the tickets they cite and the documents that mention it. A name several
+    symbols share lists them instead."""
+    with answering():
+        data = obj.knowledge_base().get_symbol(name, repo=repo)
+    emit_text(data, as_json, render_symbol)
+
+
+@click.command("search-code")
+@click.argument("query")
+@click.option("--repo", default=None, help="Only this repository.")
+@click.option("--limit", default=10, show_default=True, help="Number of results (1-50).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def search_code(obj: CliContext, query: str, repo: str | None, limit: int,
+                as_json: bool) -> None:
+    """Hybrid search over source code, one hit per symbol: path:start-end, qualified name
+    and signature; a symbol QUERY names first."""
+    with answering():
+        data = obj.knowledge_base().search_code(query, limit=limit, repo=repo)
+    emit_text(data, as_json, render_code_results)
+
+
 QUERY_COMMANDS = [status, notifications, search, graph, read, vaults, context, keyword, hybrid,
-                  graphrag]
+                  graphrag, symbol, search_code]

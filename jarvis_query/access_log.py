@@ -19,10 +19,14 @@ from jarvis_query.results import jsonable
 # KnowledgeBase method -> the tool name the log uses (the MCP tool of the same query)
 QUERY_TOOLS = {"search_semantic": "search-semantic", "search_vault": "search-vault",
                "search_hybrid": "search-hybrid", "search_graph": "search-graph",
-               "search_graphrag": "search-graphrag", "read_note": "read-note",
+               "search_graphrag": "search-graphrag", "search_code": "search-code",
+               "get_symbol": "get-symbol", "read_note": "read-note",
                "list_vaults": "list-vaults", "get_vault_context": "get-vault-context"}
-_LISTS = ("results", "sources", "memories", "fallback")
-_ONE = ("memory", "forgotten", "archived_to")
+# a symbol's answer lists its matches, and of one symbol the items around it
+_SYMBOL_LISTS = ("matches", "callers", "callees", "bases", "derived", "commits", "tickets",
+                 "mentions")
+_LISTS = ("results", "sources", "memories", "fallback", *_SYMBOL_LISTS)
+_ONE = ("memory", "forgotten", "archived_to", "symbol")
 
 
 def _named(item: object) -> str | None:

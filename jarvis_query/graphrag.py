@@ -42,6 +42,7 @@ from jarvis_query.results import sql_strings
 from jarvis_query.retrievers.base import Retriever
 from jarvis_query.retrievers.graph import GraphRetriever, Neighbourhoods
 from jarvis_query.snapshot import Snapshot, graph_failures
+from jarvis_query.symbols import symbol_node_key
 
 WEIGHTS = {"semantic": 0.5, "graph": 0.25, "centrality": 0.15, "recency": 0.1}
 HIT_CHUNKS = 50
@@ -122,18 +123,20 @@ def _chunk_rows(snapshot: Snapshot, chunk_ids: list[str]) -> dict[str, dict]:
 
 
 def _degrees(snapshot: Snapshot, keys: list[str]) -> dict[str, int]:
-    """Distinct neighbours of each node over any relation, from the published graph_edges
-    table (the graph's source of truth, whichever store serves it): one query."""
+    """Distinct neighbours of each document's node (a code document's: its symbol's) over
+    any relation, from the published graph_edges table (the graph's source of truth,
+    whichever store serves it): one query."""
     if not keys:
         return {}
-    listed = sql_strings(keys)
+    nodes = {symbol_node_key(key): key for key in keys}
+    listed = sql_strings(list(nodes))
     rows = snapshot.cursor().execute(f"""
         SELECT node, count(DISTINCT other) FROM (
             SELECT src AS node, dst AS other FROM graph_edges WHERE src IN ({listed})
             UNION ALL
             SELECT dst, src FROM graph_edges WHERE dst IN ({listed})) GROUP BY node
         """).fetchall()
-    return dict(rows)
+    return {nodes[node]: count for node, count in rows}
 
 
 # A version published before the documents table existed: no dates, recency counts 0.

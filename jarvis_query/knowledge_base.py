@@ -27,10 +27,10 @@ import duckdb
 from jarvis_core.config import JarvisConfig
 from jarvis_core.stores import serving
 from jarvis_core.stores.vectors.filters import VectorFilter
-from jarvis_query import documents
+from jarvis_query import documents, symbols
 from jarvis_query.context import NoSnapshot, VaultContexts
 from jarvis_query.graphrag import DEFAULT_MAX_TOKENS, GraphRAG
-from jarvis_query.lookup import find_document
+from jarvis_query.lookup import DocumentNotFound, find_document
 from jarvis_query.results import Hit, Hits, published
 from jarvis_query.retrievers.dense import DenseRetriever
 from jarvis_query.retrievers.graph import GraphRetriever
@@ -203,30 +203,63 @@ class KnowledgeBase:
         check_alpha(alpha)
         check_group(group)
         filters = search_filter(vault, source_types, tags, modified_after, modified_before)
+        return self._read(lambda snapshot: Hits(self._fused(
+            snapshot, query, limit, filters, alpha, group), snapshot.embeddings))
+
+    def _fused(self, snapshot: Snapshot, query: str, limit: int, filters: VectorFilter | None,
+               alpha: float | None, group: str) -> list[Hit]:
+        """Hybrid search's best ``limit`` hits, led by the documents the query names."""
         # every fused document, so that a named one is shown by its best chunk
         fused = limit if group == CHUNK else GROUPED_CANDIDATES
-        return self._read(lambda snapshot: Hits(self._ranked(
-            snapshot, query, self.hybrid.retrieve(snapshot, query, fused, filters, alpha,
-                                                  group=group),
-            limit, filters, group), snapshot.embeddings))
+        return self._ranked(snapshot, query, self.hybrid.retrieve(
+            snapshot, query, fused, filters, alpha, group=group), limit, filters, group)
+
+    def search_code(self, query: str, limit: int = 10, repo: str | None = None) -> dict:
+        """Hybrid search over the code documents only (one per symbol), led by the symbols
+        the query names; each hit with its symbol's file, line span, kind, qualified name and
+        signature (jarvis_query/symbols.py)."""
+        symbols.check_repository(self.config, repo)
+        check_search(self.config, query, limit, None)
+        filters = search_filter(repo, [symbols.CODE])
+
+        def search(snapshot: Snapshot) -> dict:
+            hits = self._fused(snapshot, query, limit, filters, None, DOCUMENT)
+            return Hits(symbols.located(snapshot, hits), snapshot.embeddings).answer(query)
+
+        return self._read(search)
+
+    def get_symbol(self, name: str, repo: str | None = None) -> dict:
+        """The symbols ``name`` names (a bare or qualified name, ``path:line``, a symbol
+        key) in ``repo`` (every repository when None); when it names one, its definition and
+        code, callers and callees, base and derived types and story (jarvis_query/symbols.py)."""
+        require_text(name, "name", MAX_PATH_CHARS)
+        symbols.check_repository(self.config, repo)
+        return self._read(lambda snapshot: symbols.symbol_answer(self.config, snapshot, name,
+                                                                 repo))
 
     def search_graph(self, query_note_path: str, depth: int = 1) -> dict:
         """The neighbourhood of a note (or of a ticket by key, a commit by hash, a thread or
-        a page by key): connected notes with tags, relationships by type, counts. When the
-        graph cannot be searched, says why and falls back to semantic search (hits)."""
+        a page by key, a symbol by name, key or path:line): connected notes with tags,
+        relationships by type, counts. When the graph cannot be searched, says why and falls
+        back to semantic search (hits)."""
         require_text(query_note_path, "query_note_path", MAX_PATH_CHARS)
         check_depth(depth)
         snapshot = self.snapshots.current()
-        found = find_document(self.config, snapshot, query_note_path)
         try:
-            result = self.graph.search(snapshot, found.key, depth)
+            found = find_document(self.config, snapshot, query_note_path)
+            key, source, path = symbols.symbol_node_key(found.key), found.source, found.path
+        except DocumentNotFound as missing:
+            symbol = symbols.symbol_start(self.config, snapshot, query_note_path, missing)
+            key, source, path = symbol.key, symbol.source, symbol.document
+        try:
+            result = self.graph.search(snapshot, key, depth)
         except graph_failures() as exc:
-            title = found.path.rsplit("/", 1)[-1].removesuffix(".md")
-            fallback = self.search_semantic(title, vault=found.source)
+            title = path.rsplit("/", 1)[-1].removesuffix(".md")
+            fallback = self.search_semantic(title, vault=source)
             return {"available": False,
                     "message": f"Graph search is currently unavailable: {exc}",
                     "fallback": fallback, "embeddings": fallback.embeddings}
-        return {"available": True, "vault": found.source, "path": found.path, **result}
+        return {"available": True, "vault": source, "path": path, **result}
 
     def search_graphrag(self, query: str, limit: int = 10, vault: str | None = None,
                         depth: int = 1, max_tokens: int = DEFAULT_MAX_TOKENS,

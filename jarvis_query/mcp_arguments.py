@@ -80,8 +80,9 @@ Group = Annotated[Literal[GROUPS], Field(
                 "how many of its chunks matched and their headings; chunk: every matching "
                 "chunk, a document's chunks apart.")]
 SourceTypes = Annotated[list[Literal[SOURCE_TYPES]] | None, Field(
-    description="Only these source types: note, commit, repo_doc, ticket, email (mail "
-                "threads), page (Confluence).", max_length=MAX_LIST_ITEMS)]
+    description="Only these source types: note, commit, repo_doc, code (one document per "
+                "symbol), ticket, email (mail threads), page (Confluence).",
+    max_length=MAX_LIST_ITEMS)]
 Tags = Annotated[list[Annotated[str, Field(max_length=MAX_NAME_CHARS)]] | None, Field(
     description="Only chunks carrying any of these tags.", max_length=MAX_LIST_ITEMS)]
 ModifiedAfter = Annotated[str | None, Field(
@@ -90,7 +91,8 @@ ModifiedBefore = Annotated[str | None, Field(
     description="ISO date: only documents modified before it.", max_length=MAX_NAME_CHARS)]
 NotePath = Annotated[str, Field(
     description="Vault-relative note path ('.md' optional) or a note title; or a ticket key, "
-                "a commit hash, a thread or page key.", max_length=MAX_PATH_CHARS)]
+                "a commit hash, a thread or page key; or a symbol: its name, qualified name, "
+                "path:line or key.", max_length=MAX_PATH_CHARS)]
 ReadPath = Annotated[str, Field(
     description="A search hit's path (with its vault), or an identifier: a document key, a "
                 "note's path ('.md' optional; may start with the vault name) or title, a "
@@ -99,3 +101,10 @@ ReadPath = Annotated[str, Field(
     max_length=MAX_PATH_CHARS)]
 VaultName = Annotated[str, Field(description="The vault name (see list-vaults).",
                                  max_length=MAX_NAME_CHARS)]
+SymbolName = Annotated[str, Field(
+    description="A symbol's name ('clamp_future'), qualified name ('UserService.create_user'), "
+                "file and line ('src/app/service.py:42'), or key ('symbol:<repo>/<path>::<id>').",
+    max_length=MAX_PATH_CHARS)]
+Repo = Annotated[str | None, Field(description="Only this repository (see list-vaults); every "
+                                               "repository when omitted.",
+                                   max_length=MAX_NAME_CHARS)]

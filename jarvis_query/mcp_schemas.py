@@ -124,6 +124,62 @@ class GraphRAGOutput(_Envelope):
     embeddings: Embeddings | None = None
 
 
+class CodeHit(SearchHit):
+    """A code hit: its symbol's file, line span, kind, qualified name and signature (None
+    when the symbol is gone from the published code tables)."""
+
+    file: str | None
+    start_line: int | None
+    end_line: int | None
+    kind: str | None
+    qualified_name: str | None
+    signature: str | None
+
+
+class CodeSearchOutput(_Envelope):
+    query: str
+    results: list[CodeHit]
+    embeddings: Embeddings | None = None
+
+
+class SymbolMatch(_Open):
+    key: str
+    vault: str
+    path: str
+    file: str
+    start_line: int
+    end_line: int
+    kind: str
+    qualified_name: str
+    signature: str | None
+
+
+class SymbolDefinition(SymbolMatch):
+    name: str
+    doc: str | None
+    parent: str | None
+    language: str | None
+    code: str
+
+
+class SymbolOutput(_Envelope):
+    """The symbols a name matches; of the one it names (``symbol``), the items around it."""
+
+    name: str
+    matches: list[SymbolMatch]
+    symbol: SymbolDefinition | None
+    counts: dict[str, int]
+    commits_by: str | None = None
+    callers: list[dict[str, Any]] | None = None
+    callees: list[dict[str, Any]] | None = None
+    ambiguous_calls: list[dict[str, Any]] | None = None
+    bases: list[dict[str, Any]] | None = None
+    derived: list[dict[str, Any]] | None = None
+    commits: list[dict[str, Any]] | None = None
+    tickets: list[dict[str, Any]] | None = None
+    mentions: list[dict[str, Any]] | None = None
+
+
 class NoteOutput(_Envelope):
     """Any read document, whatever its kind (jarvis_query/documents.py); ``links`` and
     ``backlinks`` are None before anything is published."""
@@ -268,6 +324,8 @@ SearchAnswer = Annotated[CallToolResult, SearchOutput]
 GraphAnswer = Annotated[CallToolResult, GraphOutput]
 GraphRAGAnswer = Annotated[CallToolResult, GraphRAGOutput]
 NoteAnswer = Annotated[CallToolResult, NoteOutput]
+CodeSearchAnswer = Annotated[CallToolResult, CodeSearchOutput]
+SymbolAnswer = Annotated[CallToolResult, SymbolOutput]
 VaultsAnswer = Annotated[CallToolResult, VaultsOutput]
 VaultContextAnswer = Annotated[CallToolResult, VaultContextOutput]
 RememberAnswer = Annotated[CallToolResult, RememberOutput]

@@ -38,6 +38,7 @@ from jarvis_query.render import (
     render_vault_context,
     render_vaults,
 )
+from jarvis_query.render_code import render_code_results, render_symbol
 from jarvis_query.results import jsonable
 from jarvis_query.validation import QueryError, shown, too_long
 
@@ -181,8 +182,9 @@ def build_server(kb: KnowledgeBase, server: JarvisMCPServer | None = None) -> Ja
             modified_after=modified_after, modified_before=modified_before,
             group=group).answer(query), render_results)
 
-    @tool("search-graph", "The knowledge graph around a note: connected notes with tags and "
-                          "distance, relationships by type with their evidence, counts.")
+    @tool("search-graph", "The knowledge graph around a note (or a ticket, commit, thread, "
+                          "page or code symbol): connected notes with tags and distance, "
+                          "relationships by type with their evidence, counts.")
     def search_graph(query_note_path: arg.NotePath, depth: arg.Depth = 1) -> out.GraphAnswer:
         return answer(lambda: kb.search_graph(query_note_path, depth=depth), render_graph)
 
@@ -195,6 +197,24 @@ def build_server(kb: KnowledgeBase, server: JarvisMCPServer | None = None) -> Ja
         return answer(lambda: kb.search_graphrag(query, limit=limit, vault=vault, depth=depth,
                                                   max_tokens=max_tokens,
                                                   source_types=source_types), render_graphrag)
+
+    @tool("search-code", "Hybrid search (keyword and semantic) over source code, one hit "
+                         "per symbol (function, class, method...), each shown as "
+                         "path:start-end, qualified name and signature. A symbol the query "
+                         "names comes first.")
+    def search_code(query: arg.Query, limit: arg.Limit = 10,
+                    repo: arg.Repo = None) -> out.CodeSearchAnswer:
+        return answer(lambda: kb.search_code(query, limit=limit, repo=repo),
+                      render_code_results)
+
+    @tool("get-symbol", "A symbol of the code by name, qualified name or path:line: its "
+                        "definition and code, its callers and callees (with the line of each "
+                        "call and how sure the link is), base and derived types, and its "
+                        "story: the commits that changed it, the tickets they cite and the "
+                        "notes, tickets, mail and pages that mention it, each openable with "
+                        "read. A name several symbols share lists them instead.")
+    def get_symbol(name: arg.SymbolName, repo: arg.Repo = None) -> out.SymbolAnswer:
+        return answer(lambda: kb.get_symbol(name, repo=repo), render_symbol)
 
     def read_note(path: arg.ReadPath, vault: arg.Vault = None) -> out.NoteAnswer:
         return answer(lambda: kb.read_note(path, vault), render_document)

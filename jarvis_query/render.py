@@ -31,7 +31,7 @@ def render_json(data: dict) -> str:
     return json.dumps(data, indent=1, ensure_ascii=False, default=str)
 
 
-def _embeddings_lines(data: dict) -> list[str]:
+def embeddings_lines(data: dict) -> list[str]:
     """The note an answer carries while the published version's embeddings are incomplete."""
     embeddings = data.get("embeddings")
     return [f"note: {embeddings['message']}"] if embeddings and embeddings["message"] else []
@@ -63,9 +63,9 @@ def render_results(data: dict) -> str:
     which leg found it (hybrid), snippet."""
     results, query = data["results"], data.get("query", "")
     if not results:
-        return "\n".join([*_embeddings_lines(data), f"no results for {query!r}"])
+        return "\n".join([*embeddings_lines(data), f"no results for {query!r}"])
     plural = "" if len(results) == 1 else "s"
-    return "\n".join([*_embeddings_lines(data), f"{len(results)} result{plural} for {query!r}",
+    return "\n".join([*embeddings_lines(data), f"{len(results)} result{plural} for {query!r}",
                       *_hit_lines(results)])
 
 
@@ -84,7 +84,7 @@ def render_graph(data: dict) -> str:
     """A note's neighbourhood: counts, relationships by type (repeated pairs counted once,
     with how many edges join them), the notes with their distance and tags."""
     if not data["available"]:
-        return "\n".join([data["message"], *_embeddings_lines(data),
+        return "\n".join([data["message"], *embeddings_lines(data),
                           "semantic results instead:", *_hit_lines(data["fallback"])])
     center = data["center"]
     counts = ", ".join(f"{n} {what}" for what, n in data["counts"].items()
@@ -105,13 +105,13 @@ def render_graphrag(data: dict) -> str:
     context = data.get("context")
     if not isinstance(context, str) or not context:
         return render_json(data)
-    return "\n".join([*_embeddings_lines(data), context])
+    return "\n".join([*embeddings_lines(data), context])
 
 
 def render_graphrag_ranking(data: dict) -> str:
     """The pack's ranking with each score component, and its size."""
     lines = [data["graph_message"]] if data["graph_message"] else []
-    lines += _embeddings_lines(data)
+    lines += embeddings_lines(data)
     rows = [{"#": s["rank"], "score": s["score"], **s["components"],
              "via": s["found_by"], "links": len(s["evidence"]),
              "source": f"{s['vault']}/{s['path']}"} for s in data["sources"]]
@@ -203,7 +203,7 @@ def _version_notes(published: dict | None) -> list[str]:
     lines = [f"serving version {problem['version']} is {problem['state']} "
              f"({problem['reason']}): showing version {published['version']}"
              for problem in published.get("unreadable", [])]
-    return lines + _embeddings_lines(published)
+    return lines + embeddings_lines(published)
 
 
 def render_notifications(data: dict) -> str:

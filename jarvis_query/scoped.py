@@ -114,8 +114,8 @@ KNOWLEDGE_BASE = Surface(
     scoped=frozenset({"config", "snapshots"}),
     shared={**dict.fromkeys(("hybrid", "keyword"), _RETRIEVER),
             **dict.fromkeys(("search_semantic", "search_vault", "search_hybrid",
-                             "search_graph", "search_graphrag", "read_note", "list_vaults",
-                             "get_vault_context"), _QUERY)},
+                             "search_graph", "search_graphrag", "search_code", "get_symbol",
+                             "read_note", "list_vaults", "get_vault_context"), _QUERY)},
     withheld={**dict.fromkeys(("dense", "identifiers", "graph", "graphrag"),
                               "a retriever behind the queries: the tools call the queries"),
               "vault_contexts": "get-vault-context's cache (a profile's recounts the "

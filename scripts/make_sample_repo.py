@@ -326,6 +326,13 @@ COMMITS = [
     (None, MAYA, "2026-10-30T10:00:00+01:00",
      "Describe the components for Jarvis in .jarvis/components.yaml\n",
      {".jarvis/components.yaml": COMPONENTS}),
+    # appended last, so that every commit before it keeps its hash
+    (None, SAM, "2026-11-02T09:30:00+01:00",
+     "Make lumen a regular package\n\nAn __init__.py in every folder under src/lumen, so "
+     "`from lumen.ingest.clock import clamp_future` resolves without a namespace-package "
+     "lookup.\n",
+     {f"src/lumen/{folder}__init__.py": "" for folder in ("", "ingest/", "alerting/",
+                                                         "query/")}),
 ]
 
 

@@ -1,6 +1,7 @@
 """Every MCP tool through a real client: the MCP Inspector's CLI (npm) against `jarvis serve`.
 
-Copies the sample vault to a scratch project with a memory vault, refreshes it, then asks the
+Copies the sample vault to a scratch project with a memory vault and the sample repository
+(whose code get-symbol and search-code are asked about), refreshes it, then asks the
 Inspector for tools/list and calls every tool as a person would from the Inspector's form:
 numbers and flags typed as text (`limit=3`, `alpha=0.5`, `similarity_threshold=0.2`,
 `search_content=true`). Each call is a fresh server (the Inspector starts one per call), so
@@ -15,8 +16,8 @@ show only `MCP error -32602: Structured content does not match the tool's output
 
 The Inspector comes from the npm registry: `npx @modelcontextprotocol/inspector` (default) or
 a path to an installed `mcp-inspector` binary. `--config` checks an already refreshed project
-(with a vault named `sample`) instead of a fresh copy of the sample vault. Exit 1 when any
-call errs or times out, or a failing call does not show its Jarvis message.
+(with a vault named `sample` and the sample repository named `lumen`) instead of a fresh copy.
+Exit 1 when any call errs or times out, or a failing call does not show its Jarvis message.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ CALLS: list[tuple[str, dict[str, str]]] = [
     ("search-hybrid", {"query": "sleep", "alpha": "0.5", "limit": "3"}),
     ("search-graph", {"query_note_path": "Reading/Books/Why We Sleep.md", "depth": "2"}),
     ("search-graphrag", {"query": "why do we sleep", "limit": "3"}),
+    ("search-code", {"query": "clamp future timestamps", "limit": "3"}),
+    ("get-symbol", {"name": "clamp_future", "repo": "lumen"}),
     ("read-note", {"path": "Reading/Books/Why We Sleep.md", "vault": "sample"}),
     ("read", {"path": "Why We Sleep"}),  # the alias, opening a note by its title
     ("list-vaults", {}),
@@ -72,6 +75,7 @@ def _project(root: Path) -> Path:
     config.write_text(json.dumps({
         "data_dir": "data", "vaults": {"sample": str(root / "vault"),
                                        "memory": str(root / "memory")},
+        "repos": {"lumen": {"url": str(PROJECT / "sample_data" / "repos" / "lumen.bundle")}},
         "memory": {"vault": "memory"}}))
     return config
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from jarvis_core.stores.graph.base import GraphNodeNotFound
 from jarvis_core.stores.graph.search import graph_search
 from jarvis_query.snapshot import Snapshot
+from jarvis_query.symbols import document_key, symbol_node_key
 
 NEIGHBOURHOOD_LIMIT = 200
 
@@ -32,21 +33,26 @@ class GraphRetriever:
 
     def neighbourhoods(self, snapshot: Snapshot, seeds: list[str], depth: int
                        ) -> Neighbourhoods:
-        """The seeds' neighbourhoods within ``depth`` hops, merged (a seed the graph does
-        not hold, e.g. a document of a source without links, is skipped)."""
+        """The seeds' (document keys) neighbourhoods within ``depth`` hops, merged (a seed
+        the graph does not hold, e.g. a document of a source without links, is skipped). A
+        code document is walked from its symbol's node, and a symbol is named by its code
+        document (jarvis_query/symbols.py), as every other node by its document's key."""
         graph = snapshot.graph()
         found = Neighbourhoods()
         for seed in seeds:
             try:
-                subgraph = graph.neighbourhood(seed, depth, limit=NEIGHBOURHOOD_LIMIT)
+                subgraph = graph.neighbourhood(symbol_node_key(seed), depth,
+                                               limit=NEIGHBOURHOOD_LIMIT)
             except GraphNodeNotFound:
                 continue
             for node in subgraph.nodes:
-                found.distances[node.key][seed] = node.distance
-                found.nodes[node.key] = {"key": node.key, "type": node.type,
-                                         "title": node.title, "source": node.source}
+                key = document_key(node.key)
+                found.distances[key][seed] = node.distance
+                found.nodes[key] = {"key": key, "type": node.type, "title": node.title,
+                                    "source": node.source}
             for edge in subgraph.edges:
-                found.edges[edge.key] = {"src": edge.src, "dst": edge.dst,
+                found.edges[edge.key] = {"src": document_key(edge.src),
+                                         "dst": document_key(edge.dst),
                                          "relation": edge.relation,
                                          "confidence": edge.confidence,
                                          "evidence": list(edge.evidence),

@@ -135,6 +135,8 @@ def battery(config, profile: str) -> list[tuple[str, object]]:
                               "depth": 3}),
             ("search-graph", {"query_note_path": path, "depth": 2}),
             ("search-graphrag", {"query": title, "depth": 3, "limit": 20}),
+            ("search-code", {"query": title, "limit": 50}),
+            ("get-symbol", {"name": title}),
             ("read-note", {"path": path, "vault": source}),
             ("read-note", {"path": f"{source}/{path}"}),
             ("read-note", {"path": title}),
@@ -147,6 +149,8 @@ def battery(config, profile: str) -> list[tuple[str, object]]:
     calls += [("search-graph", {"query_note_path": "Projects/Lumen/Architecture/Alerting.md",
                                 "depth": 3}),
               ("search-graph", {"query_note_path": "LUM-6", "depth": 3}),
+              *(("get-symbol", {"name": name}) for name in ("clamp_future", "post_reading")),
+              ("search-graph", {"query_note_path": "clamp_future", "depth": 3}),
               ("list-vaults", {}), ("get-vault-context", {"vault": own}),
               ("remember", {"text": "Tickets LUM-4 and LUM-6 block the alerting work."}),
               ("health-status", {}), ("performance-metrics", {}), ("resources", None)]

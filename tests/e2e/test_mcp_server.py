@@ -21,7 +21,8 @@ from tests.query_helpers import JARVIS, converse, publish_encoder
 pytestmark = pytest.mark.slow
 
 QUERY_TOOLS = {"search-semantic", "search-vault", "search-hybrid", "search-graph",
-               "search-graphrag", "read-note", "read", "list-vaults", "get-vault-context"}
+               "search-graphrag", "search-code", "get-symbol", "read-note", "read",
+               "list-vaults", "get-vault-context"}
 # `jarvis serve` adds the assistant tools (memory, health) to build_server's query tools
 TOOLS = QUERY_TOOLS | {"remember", "recall", "forget", "health-status", "performance-metrics"}
 SECRET = "TOP SECRET: do not serve"
@@ -178,7 +179,7 @@ def test_tool_list_and_schemas(session):
     assert semantic["properties"]["query"]["maxLength"] == 4000
     source_types = tools["search-hybrid"].input_schema["properties"]["source_types"]
     assert source_types["anyOf"][0]["items"]["enum"] == [
-        "note", "commit", "repo_doc", "ticket", "email", "page"]
+        "note", "commit", "repo_doc", "code", "ticket", "email", "page"]
     assert tools["search-graphrag"].input_schema["properties"]["max_tokens"]["default"] == 6500
     graph = tools["search-graph"].input_schema
     assert graph["required"] == ["query_note_path"]
@@ -186,6 +187,9 @@ def test_tool_list_and_schemas(session):
         "default": 1, "minimum": 1, "maximum": 3}.items()
     assert tools["read-note"].input_schema["required"] == ["path"]
     assert tools["get-vault-context"].input_schema["required"] == ["vault"]
+    assert tools["get-symbol"].input_schema["required"] == ["name"]
+    assert set(tools["get-symbol"].input_schema["properties"]) == {"name", "repo"}
+    assert set(tools["search-code"].input_schema["properties"]) == {"query", "limit", "repo"}
     assert tools["list-vaults"].input_schema.get("required", []) == []
 
 

@@ -271,7 +271,7 @@ def test_the_sample_bundle_is_what_the_script_builds(tmp_path):
     head = subprocess.run(["git", "-C", str(tmp_path / "lumen"), "rev-parse", "HEAD"],
                           check=True, capture_output=True, text=True).stdout.strip()
     assert f"{head} refs/heads/main" in heads
-    assert len(built) == 14 and {"c97437b", "5d24297"} <= {short for short, _ in built}
+    assert len(built) == 15 and {"c97437b", "5d24297"} <= {short for short, _ in built}
     cited = (PROJECT_ROOT / "sample_data" / "vault" / "Projects" / "Lumen" / "Architecture"
              / "Ingest API.md").read_text()
     assert "c97437b" in cited and "5d24297" in cited
