@@ -33,6 +33,9 @@ AUTO_ORDER = (OPENVINO_BF16, OPENVINO, TORCH_FP32)
 # precision their collection was chosen for.
 FALLBACKS = {OPENVINO_BF16: (TORCH_BF16,), OPENVINO: (TORCH_FP32,)}
 NATIVE_BF16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
+# Queries are encoded in float32 whatever the chunks' precision (the published query model
+# is float32; the gate measured no loss against a bf16 corpus): a bf16 backend's float32 twin.
+FLOAT32_TWIN = {OPENVINO_BF16: OPENVINO, TORCH_BF16: TORCH_FP32}
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,13 @@ def choose_backend(requested: str, device: str = "cpu") -> BackendChoice:
             return BackendChoice(backend, _auto_reason(backend, passed_over))
         passed_over.append(f"not {backend}: {problem}")
     return BackendChoice(last, _auto_reason(last, passed_over))  # torch-fp32 runs anywhere
+
+
+def query_backend(requested: str, device: str = "cpu") -> str:
+    """The backend that encodes queries when a version has no exported query model: the
+    configured one's float32 twin, as the exported model would encode them."""
+    backend = choose_backend(requested, device).backend
+    return FLOAT32_TWIN.get(backend, backend)
 
 
 def _auto_reason(backend: str, passed_over: list[str]) -> str:

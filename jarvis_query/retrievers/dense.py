@@ -114,10 +114,12 @@ class DenseRetriever:
         log.warning("%s: encoding queries with the full embedder (sentence-transformers), "
                     "which takes several seconds to load", reason)
         if model not in self._full_embedders:
+            from jarvis_core.embedding_backends import query_backend
             from jarvis_core.text.embedder import Embedder
 
             settings = self.config.embedding
             self._full_embedders[model] = _SerialEmbedder(Embedder(
                 model, device=settings.device, batch_size=settings.batch_size,
-                backend=settings.backend, cache_dir=self.config.cache_dir))
+                backend=query_backend(settings.backend, settings.device),
+                cache_dir=self.config.cache_dir))
         return self._full_embedders[model]

@@ -14,7 +14,7 @@ from jarvis_resources import build_resources
 from tests.pipeline_helpers import rows, write_config
 
 VAULT = registry.kind("vault")
-raw_notes = raw_asset(VAULT)
+raw_notes = raw_asset(VAULT, VAULT.asset)
 
 
 def test_configuration_loads_with_missing_paths(tmp_path):

@@ -15,7 +15,7 @@ from jarvis_resources import build_resources
 from tests.pipeline_helpers import SAMPLE_VAULT, checks, metadata, rows, run, write_config
 
 VAULT = registry.kind("vault")
-raw_notes = raw_asset(VAULT)
+raw_notes = raw_asset(VAULT, VAULT.asset)
 
 
 @pytest.fixture

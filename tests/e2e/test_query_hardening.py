@@ -222,17 +222,19 @@ def test_a_version_without_its_manifest_is_passed_over(damaged_copy):
 
 
 def _table_past_a_cut(config, name: str) -> str:
-    """Cut ``name``'s tables file where it still opens (its chunks readable) but one of its
-    tables is not; that table's name."""
+    """Damage ``name``'s tables file where it still opens (its chunks readable) but one of its
+    tables is not: one block of DuckDB's file zeroed (its checksum then fails), tried from the
+    end, as the layout of tables in the file is DuckDB's choice; that table's name."""
     tables = config.data_dir / "serving" / name / serving.SERVING_TABLES_FILE
     version = serving.read_version(config.data_dir, name)
     intact = tables.read_bytes()
-    for percent in range(99, 50, -1):
-        tables.write_bytes(intact[:len(intact) * percent // 100])
+    block = 256 * 1024
+    for start in range(len(intact) - block, block, -block):
+        tables.write_bytes(intact[:start] + bytes(block) + intact[start + block:])
         try:
             snapshot = open_snapshot(config, version)
         except duckdb.Error:
-            continue  # cut too deep: refused when opened (the tests above)
+            continue  # the chunks' block: refused when opened (the tests above)
         try:
             for (table,) in snapshot.cursor().execute(
                     "SELECT table_name FROM duckdb_tables()").fetchall():
@@ -242,12 +244,12 @@ def _table_past_a_cut(config, name: str) -> str:
                     return table
         finally:
             snapshot.close()
-    pytest.fail("no cut left the chunks readable and another table not")
+    pytest.fail("no damaged block left the chunks readable and another table not")
 
 
 def test_damage_found_while_answering_moves_to_the_previous_version(damaged_copy, caplog):
-    """A cut that spares the chunks passes the opening check; the request that reaches a
-    table past it is answered again from the previous version."""
+    """Damage that spares the chunks passes the opening check; the request that reaches the
+    damaged table is answered again from the previous version."""
     config, newest, previous = damaged_copy
     table = _table_past_a_cut(config, newest)
     kb = KnowledgeBase(config)
