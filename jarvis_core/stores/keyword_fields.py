@@ -15,10 +15,12 @@ expanded the same way and its terms are looked up in both fields, so ``createUse
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import tantivy
 
@@ -38,7 +40,7 @@ TEXT_MARK = "\x1e"
 # inside a word either, so no hash or number gives one), in components joined by dots or
 # double colons: os.path.join, UserService.createUser, std::fmt.
 _NAME = r"[^\W\d]\w*"
-_IDENTIFIER = re.compile(rf"(?<!\w){_NAME}(?:(?:\.|::){_NAME})*")
+_IDENTIFIER = re.compile(rf"\b{_NAME}(?:(?:\.|::){_NAME})*")
 _COMPONENT_SEPARATOR = re.compile(r"\.|::")
 # Where Tantivy's simple tokenizer splits: the body's words of an identifier.
 _BODY_WORD_SEPARATOR = re.compile(r"[\W_]+")
@@ -118,43 +120,47 @@ def text_fields(index_dir: Path) -> list[str]:
     return [field for field in TEXT_FIELDS if field in present]
 
 
-def _plain_word(token: str) -> bool:
-    return token.isalpha() and (token.islower() or token.isupper() or token[1:].islower())
+class _Identifier(NamedTuple):
+    """An identifier, lower-cased: its names, the whole and each dotted component
+    (``user_service.create_user``, ``user_service``, ``create_user``); its parts, the words
+    its camelCase, acronyms and snake_case join (``HTTPServerError``: ``http``, ``server``,
+    ``error``) but one-letter and all-digit ones; and what the identifiers field holds of
+    it, the names and parts the body's words miss."""
+
+    names: tuple[str, ...]
+    parts: tuple[str, ...]
+    indexed: tuple[str, ...]
 
 
-def _identifiers(text: str) -> Iterator[tuple[dict[str, None], dict[str, None], set[str]]]:
-    """Per identifier in ``text``, lower-cased: its names, the whole and each dotted
-    component (``user_service.create_user``, ``user_service``, ``create_user``); its parts,
-    the words its camelCase, acronyms and snake_case join (``HTTPServerError``: ``http``,
-    ``server``, ``error``) but one-letter and all-digit ones; and the words the body's
-    tokenizer makes of it."""
-    for match in _IDENTIFIER.finditer(text):
-        token = match.group()
-        if _plain_word(token) or len(token) >= MAX_IDENTIFIER_CHARS:
-            continue
-        body_words = {word.lower() for word in _BODY_WORD_SEPARATOR.split(token) if word}
-        if body_words:
-            yield (dict.fromkeys(name.lower() for name in
-                                 [token, *_COMPONENT_SEPARATOR.split(token)]),
-                   dict.fromkeys(part.lower() for part in _PART.findall(token)
-                                 if len(part) > 1 and not part.isdigit()),
-                   body_words)
+_NOT_AN_IDENTIFIER = _Identifier((), (), ())
+
+
+@functools.lru_cache(maxsize=1 << 16)  # text repeats its words: most are looked up here
+def _identifier(token: str) -> _Identifier:
+    plain_word = token.isalpha() and (token.islower() or token.isupper()
+                                      or token[1:].islower())
+    if plain_word or len(token) >= MAX_IDENTIFIER_CHARS:
+        return _NOT_AN_IDENTIFIER
+    body_words = {word.lower() for word in _BODY_WORD_SEPARATOR.split(token) if word}
+    if not body_words:
+        return _NOT_AN_IDENTIFIER
+    names = dict.fromkeys(name.lower() for name in [token, *_COMPONENT_SEPARATOR.split(token)])
+    parts = dict.fromkeys(part.lower() for part in _PART.findall(token)
+                          if len(part) > 1 and not part.isdigit())
+    return _Identifier(tuple(names), tuple(part for part in parts if part not in names),
+                       tuple(term for term in {**names, **parts} if term not in body_words))
 
 
 def identifier_terms(text: str) -> list[str]:
-    """What the identifiers field holds of ``text``: the names and parts of its identifiers
-    that the body's words miss. ``createUser`` gives ``create user``, ``create_user`` gives
-    ``create_user``, a plain word nothing."""
-    return [term for names, parts, body_words in _identifiers(text)
-            for term in {**names, **parts} if term not in body_words]
+    """What the identifiers field holds of ``text``. ``createUser`` gives ``create user``,
+    ``create_user`` gives ``create_user``, a plain word nothing."""
+    return [term for token in _IDENTIFIER.findall(text) for term in _identifier(token).indexed]
 
 
 def query_identifiers(query: str) -> tuple[list[str], list[str]]:
     """The names and the parts of the identifiers in ``query``, all of them (a part that is
     also a name, as ``os`` of ``os.path``, counts as a name)."""
-    names: dict[str, None] = {}
-    parts: dict[str, None] = {}
-    for token_names, token_parts, _ in _identifiers(query):
-        names |= token_names
-        parts |= token_parts
+    identifiers = [_identifier(token) for token in _IDENTIFIER.findall(query)]
+    names = dict.fromkeys(name for identifier in identifiers for name in identifier.names)
+    parts = dict.fromkeys(part for identifier in identifiers for part in identifier.parts)
     return list(names), [part for part in parts if part not in names]
