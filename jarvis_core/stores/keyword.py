@@ -40,7 +40,7 @@ import tantivy
 
 from jarvis_core.stores.keyword_fields import (
     FORMAT,
-    TEXT_MARK,
+    PART_WEIGHT,
     analyzer,
     chunk_body,
     chunk_schema,
@@ -51,7 +51,7 @@ from jarvis_core.stores.keyword_fields import (
     query_identifiers,
     text_fields,
 )
-from jarvis_core.stores.keyword_filters import filter_queries, highlighted, utc
+from jarvis_core.stores.keyword_filters import filter_queries, preview, utc
 from jarvis_core.stores.vectors.filters import VectorFilter
 
 if TYPE_CHECKING:
@@ -59,9 +59,6 @@ if TYPE_CHECKING:
 
 WRITER_HEAP_BYTES = 50_000_000
 SNIPPET_CHARS = 240
-# What the words an identifier in a query joins count (``http`` of ``HTTPServerError``): they
-# find its relatives, and prose with those words never outranks the identifier itself.
-PART_WEIGHT = 0.5
 CHUNKS_DIR, NAMES_DIR, LEDGER_FILE = "chunks", "names", "ledger.sqlite"
 _LOCK_FILES = (".tantivy-writer.lock", ".tantivy-meta.lock")
 
@@ -77,15 +74,6 @@ CREATE TABLE IF NOT EXISTS documents (
     source TEXT NOT NULL, doc_key TEXT NOT NULL, fingerprint TEXT NOT NULL,
     PRIMARY KEY (source, doc_key));
 """
-
-
-def _preview(generator: tantivy.SnippetGenerator, body: str) -> str:
-    """The chunk text's best passage with the matched words marked, without the title and
-    headings indexed before it (a body indexed before ``TEXT_MARK`` existed is shown
-    whole); "" when only they matched, and the caller shows the text's start."""
-    prefix, mark, text = body.partition(TEXT_MARK)
-    snippet = generator.snippet_from_doc(tantivy.Document(body=text if mark else prefix))
-    return highlighted(snippet) if snippet.fragment() else ""
 
 
 def _fingerprint(*parts: object) -> str:
@@ -340,13 +328,15 @@ class KeywordSearcher:
             return weights | dict.fromkeys(
                 self._identifier_analyzer.analyze(" ".join(names)), 1.0)
 
-    def _any_term(self, schema: tantivy.Schema, fields: Sequence[str],
+    def _any_term(self, schema: tantivy.Schema, fields: Mapping[str, float],
                   terms: Mapping[str, float]) -> tantivy.Query:
-        """Any of ``terms`` in any of ``fields``, each term's score times its weight."""
+        """Any of ``terms`` in any of ``fields``, each match's score times the weights of
+        its term and its field."""
         matches = []
-        for term, weight in terms.items():
-            for field in fields:
+        for term, term_weight in terms.items():
+            for field, field_weight in fields.items():
                 match = tantivy.Query.term_query(schema, field, term)
+                weight = term_weight * field_weight
                 matches.append(match if weight == 1.0 else
                                tantivy.Query.boost_query(match, weight))
         return tantivy.Query.boolean_query([(tantivy.Occur.Should, m) for m in matches])
@@ -374,8 +364,8 @@ class KeywordSearcher:
         hits = []
         for score, address in searcher.search(full, limit, count=False).hits:
             document = searcher.doc(address)
-            preview = _preview(generator, document["body"][0]) if generator else ""
-            hits.append(KeywordHit(document["chunk_id"][0], float(score), preview))
+            snippet = preview(generator, document["body"][0]) if generator else ""
+            hits.append(KeywordHit(document["chunk_id"][0], float(score), snippet))
         return sorted(hits, key=lambda hit: (-hit.score, hit.chunk_id))
 
     def search_names(self, query: str, limit: int = 10,
@@ -385,7 +375,8 @@ class KeywordSearcher:
         if not terms or (sources is not None and not sources):
             return []
         schema = self._names.schema
-        name_query = self._any_term(schema, ["title", "path"], dict.fromkeys(terms, 1.0))
+        name_query = self._any_term(schema, {"title": 1.0, "path": 1.0},
+                                    dict.fromkeys(terms, 1.0))
         if sources is not None:
             name_query = tantivy.Query.boolean_query([
                 (tantivy.Occur.Must, name_query),
