@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
 import sqlite3
 import threading
@@ -57,6 +58,7 @@ from jarvis_core.stores.vectors.filters import VectorFilter
 if TYPE_CHECKING:
     import polars as pl
 
+log = logging.getLogger(__name__)
 WRITER_HEAP_BYTES = 50_000_000
 SNIPPET_CHARS = 240
 CHUNKS_DIR, NAMES_DIR, LEDGER_FILE = "chunks", "names", "ledger.sqlite"
@@ -145,6 +147,9 @@ class KeywordIndex:
         try:
             (made_as,) = conn.execute("PRAGMA user_version").fetchone()
             if made_as != FORMAT:
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks'").fetchone():
+                    log.warning(f"keyword index {self.directory} is of format {made_as}, not "
+                                f"{FORMAT}: emptied, to index every chunk again")
                 conn.execute("DROP TABLE IF EXISTS chunks")
                 conn.execute("DROP TABLE IF EXISTS documents")
                 for name in (CHUNKS_DIR, NAMES_DIR):

@@ -134,14 +134,17 @@ def _body_only_index(directory) -> None:
         ledger.execute("INSERT INTO chunks VALUES ('camel', 'v', 'old')")
 
 
-def test_an_index_of_the_previous_format_is_indexed_again_once(tmp_path):
+def test_an_index_of_the_previous_format_is_indexed_again_once(tmp_path, caplog):
     _body_only_index(tmp_path / "work")
     with KeywordIndex(tmp_path / "work") as index:
+        assert "is of format 0, not 2: emptied" in caplog.text
         assert index.counts() == {}
         assert index.sync_source("v", frame(*CORPUS[:1])).as_dict()["new"] == 1
         index.publish_copy(tmp_path / "copy")
+    caplog.clear()
     with KeywordIndex(tmp_path / "work") as index:  # now of this format: kept
         assert index.sync_source("v", frame(*CORPUS[:1])).as_dict()["unchanged"] == 1
+    assert caplog.text == ""
     assert ids(KeywordSearcher(tmp_path / "copy"), "create") == ["camel"]
 
 
