@@ -7,28 +7,31 @@ indexes (20+ s at 100k chunks, on every publish). Tantivy is Lucene's design in 
 (k1 1.2, b 0.75) with block-max WAND top-k, per-document deletes and adds committed as new
 immutable segments, and readers that open a directory without any lock.
 
-The analyzer is Tantivy's: simple word splitting, long tokens dropped, lower case, ASCII
-folding, the English stop words (Lucene's list), Snowball English stemming. Each chunk is
-one field, title + heading path + text (Anserini's "flat" BEIR setting); names (titles and
-paths of documents) are a second, small index.
+Each chunk is one text field, title + heading path + text (Anserini's "flat" BEIR setting),
+with Tantivy's analyzer, and a second field holding the identifiers in it, whole and split
+into their words (keyword_fields.py); names (titles and paths of documents) are a second,
+small index.
 
 The index follows the chunks table per chunk id: a chunk id is a content hash, so a changed
 chunk is a new id; vanished ids are deleted and new ids added, the rest is untouched. A
 small SQLite ledger beside the index records what is indexed, with a fingerprint of the
 indexed fields and metadata (a changed title or tag re-indexes the chunk although its id
-stays). Writers take Tantivy's writer lock (waiting while another process holds it); the
-serving layer copies the committed segments into each published version.
+stays); its ``user_version`` is the index's FORMAT, and an index of another format is
+emptied when opened, so every chunk is indexed once more the new way. Writers take Tantivy's
+writer lock (waiting while another process holds it); the serving layer copies the committed
+segments into each published version.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,19 +39,28 @@ from typing import TYPE_CHECKING
 
 import tantivy
 
-from jarvis_core.stores.keyword_filters import filter_queries, highlighted, utc
+from jarvis_core.stores.keyword_fields import (
+    FORMAT,
+    PART_WEIGHT,
+    analyzer,
+    chunk_body,
+    chunk_schema,
+    identifier_analyzer,
+    identifier_terms,
+    name_schema,
+    open_index,
+    query_identifiers,
+    text_fields,
+)
+from jarvis_core.stores.keyword_filters import filter_queries, preview, utc
 from jarvis_core.stores.vectors.filters import VectorFilter
 
 if TYPE_CHECKING:
     import polars as pl
 
-ANALYZER = "jarvis_en"
-MAX_TOKEN_CHARS = 40
+log = logging.getLogger(__name__)
 WRITER_HEAP_BYTES = 50_000_000
 SNIPPET_CHARS = 240
-# Ends a chunk's title and heading path in its indexed body: the analyzer splits at it as at
-# a line break, and a preview is made of what follows it, the chunk's text, alone.
-TEXT_MARK = "\x1e"
 CHUNKS_DIR, NAMES_DIR, LEDGER_FILE = "chunks", "names", "ledger.sqlite"
 _LOCK_FILES = (".tantivy-writer.lock", ".tantivy-meta.lock")
 
@@ -64,64 +76,6 @@ CREATE TABLE IF NOT EXISTS documents (
     source TEXT NOT NULL, doc_key TEXT NOT NULL, fingerprint TEXT NOT NULL,
     PRIMARY KEY (source, doc_key));
 """
-
-
-def analyzer() -> tantivy.TextAnalyzer:
-    return (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-            .filter(tantivy.Filter.remove_long(MAX_TOKEN_CHARS))
-            .filter(tantivy.Filter.lowercase())
-            .filter(tantivy.Filter.ascii_fold())
-            .filter(tantivy.Filter.stopword("english"))
-            .filter(tantivy.Filter.stemmer("english"))
-            .build())
-
-
-def _chunk_schema() -> tantivy.Schema:
-    builder = tantivy.SchemaBuilder()
-    for field in ("chunk_id", "source", "source_type", "tags"):
-        builder.add_text_field(field, stored=field == "chunk_id", tokenizer_name="raw")
-    builder.add_date_field("modified_at", indexed=True, fast=True)
-    builder.add_text_field("body", stored=True, tokenizer_name=ANALYZER)
-    return builder.build()
-
-
-def _name_schema() -> tantivy.Schema:
-    builder = tantivy.SchemaBuilder()
-    builder.add_text_field("name_key", tokenizer_name="raw")
-    for field in ("source", "doc_key", "source_type"):
-        builder.add_text_field(field, stored=True, tokenizer_name="raw")
-    for field in ("title", "path"):
-        builder.add_text_field(field, stored=True, tokenizer_name=ANALYZER)
-    return builder.build()
-
-
-def _open_index(path: Path, schema: tantivy.Schema, create: bool) -> tantivy.Index:
-    if create:
-        path.mkdir(parents=True, exist_ok=True)
-        index = tantivy.Index(schema, path=str(path), reuse=True)
-    else:
-        if not (path / "meta.json").is_file():
-            raise FileNotFoundError(f"no keyword index at {path}")
-        index = tantivy.Index.open(str(path))
-    index.register_tokenizer(ANALYZER, analyzer())
-    return index
-
-
-def chunk_body(title: str | None, heading_path: Sequence[str] | None, text: str | None) -> str:
-    """The one indexed field of a chunk: title and heading path (they rank a chunk), then
-    ``TEXT_MARK`` and the text."""
-    heading = " > ".join(heading_path or [])
-    prefix = "\n".join(part.replace(TEXT_MARK, " ") for part in (title, heading) if part)
-    return f"{prefix}{TEXT_MARK}{text or ''}"
-
-
-def _preview(generator: tantivy.SnippetGenerator, body: str) -> str:
-    """The chunk text's best passage with the matched words marked, without the title and
-    headings indexed before it (a body indexed before ``TEXT_MARK`` existed is shown
-    whole); "" when only they matched, and the caller shows the text's start."""
-    prefix, mark, text = body.partition(TEXT_MARK)
-    snippet = generator.snippet_from_doc(tantivy.Document(body=text if mark else prefix))
-    return highlighted(snippet) if snippet.fragment() else ""
 
 
 def _fingerprint(*parts: object) -> str:
@@ -172,11 +126,39 @@ class KeywordIndex:
     def __init__(self, directory: Path, *, busy_timeout: float = 30.0) -> None:
         self.directory = Path(directory)
         self.busy_timeout = busy_timeout
-        self._chunks = _open_index(self.directory / CHUNKS_DIR, _chunk_schema(), create=True)
-        self._names = _open_index(self.directory / NAMES_DIR, _name_schema(), create=True)
+        self.directory.mkdir(parents=True, exist_ok=True)
         self._ledger = sqlite3.connect(self.directory / LEDGER_FILE, timeout=busy_timeout,
                                        isolation_level=None, check_same_thread=False)
-        self._ledger.executescript(_LEDGER)
+        try:
+            self._empty_if_outdated()
+            self._ledger.executescript(_LEDGER)
+            self._chunks = open_index(self.directory / CHUNKS_DIR, chunk_schema(), create=True)
+            self._names = open_index(self.directory / NAMES_DIR, name_schema(), create=True)
+        except BaseException:
+            self._ledger.close()
+            raise
+
+    def _empty_if_outdated(self) -> None:
+        """An index of another FORMAT (its schema differs) is emptied, ledger and all: the
+        next sync of each source, or the healing that finds its sources missing, indexes
+        every chunk again."""
+        conn = self._ledger
+        conn.execute("BEGIN IMMEDIATE")  # one process empties it; the others find it done
+        try:
+            (made_as,) = conn.execute("PRAGMA user_version").fetchone()
+            if made_as != FORMAT:
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks'").fetchone():
+                    log.warning(f"keyword index {self.directory} is of format {made_as}, not "
+                                f"{FORMAT}: emptied, to index every chunk again")
+                conn.execute("DROP TABLE IF EXISTS chunks")
+                conn.execute("DROP TABLE IF EXISTS documents")
+                for name in (CHUNKS_DIR, NAMES_DIR):
+                    shutil.rmtree(self.directory / name, ignore_errors=True)
+                conn.execute(f"PRAGMA user_version = {FORMAT}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     def close(self) -> None:
         self._ledger.close()
@@ -256,9 +238,10 @@ class KeywordIndex:
 
     @staticmethod
     def _chunk_document(source: str, row: dict) -> tantivy.Document:
+        body = chunk_body(row["title"], row["heading_path"], row["text"])
         document = tantivy.Document(
-            chunk_id=row["chunk_id"], source=source, source_type=row["source_type"],
-            body=chunk_body(row["title"], row["heading_path"], row["text"]))
+            chunk_id=row["chunk_id"], source=source, source_type=row["source_type"], body=body,
+            identifiers=" ".join(identifier_terms(body)))
         for tag in row["tags"] or []:
             document.add_text("tags", tag)
         modified = utc(row["modified_at"])
@@ -324,34 +307,56 @@ class KeywordSearcher:
 
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
-        self._chunks = _open_index(self.directory / CHUNKS_DIR, _chunk_schema(), create=False)
-        self._names = _open_index(self.directory / NAMES_DIR, _name_schema(), create=False)
+        self._chunks = open_index(self.directory / CHUNKS_DIR, chunk_schema(), create=False)
+        self._names = open_index(self.directory / NAMES_DIR, name_schema(), create=False)
         self._chunk_searcher = self._chunks.searcher()
         self._name_searcher = self._names.searcher()
+        self._text_fields = text_fields(self.directory / CHUNKS_DIR)
         self._analyzer = analyzer()
-        self._lock = threading.Lock()  # the analyzer is not shared across threads
+        self._identifier_analyzer = identifier_analyzer()
+        self._lock = threading.Lock()  # the analyzers are not shared across threads
 
     def terms(self, query: str) -> list[str]:
+        """The query's words as the body and the names are indexed."""
         with self._lock:
             return list(dict.fromkeys(self._analyzer.analyze(query)))
 
-    def _any_term(self, schema: tantivy.Schema, fields: Sequence[str],
-                  terms: Sequence[str]) -> tantivy.Query:
-        return tantivy.Query.boolean_query([
-            (tantivy.Occur.Should, tantivy.Query.term_query(schema, field, term))
-            for term in terms for field in fields])
+    def chunk_terms(self, query: str) -> dict[str, float]:
+        """The query's words and the names and parts of its identifiers (keyword_fields.py),
+        each with its weight: an identifier's parts count PART_WEIGHT, so its whole match
+        ranks above its words found apart."""
+        names, parts = query_identifiers(query)
+        with self._lock:
+            weights = dict.fromkeys(self._analyzer.analyze(query), 1.0)
+            weights |= dict.fromkeys(self._identifier_analyzer.analyze(" ".join(parts)),
+                                     PART_WEIGHT)
+            return weights | dict.fromkeys(
+                self._identifier_analyzer.analyze(" ".join(names)), 1.0)
+
+    def _any_term(self, schema: tantivy.Schema, fields: Mapping[str, float],
+                  terms: Mapping[str, float]) -> tantivy.Query:
+        """Any of ``terms`` in any of ``fields``, each match's score times the weights of
+        its term and its field."""
+        matches = []
+        for term, term_weight in terms.items():
+            for field, field_weight in fields.items():
+                match = tantivy.Query.term_query(schema, field, term)
+                weight = term_weight * field_weight
+                matches.append(match if weight == 1.0 else
+                               tantivy.Query.boost_query(match, weight))
+        return tantivy.Query.boolean_query([(tantivy.Occur.Should, m) for m in matches])
 
     def search(self, query: str, limit: int = 10, filters: VectorFilter | None = None,
                snippets: bool = False) -> list[KeywordHit]:
         """Chunks holding any of the query's terms, best BM25 score first (ties by chunk
         id); ``snippets`` adds a preview with the matched words in bold. Filters mean what
         they mean for the vector store (an empty list matches nothing)."""
-        terms = self.terms(query)
+        terms = self.chunk_terms(query)
         schema = self._chunks.schema
         conditions = filter_queries(schema, filters)
         if not terms or conditions is None:
             return []
-        text_query = self._any_term(schema, ["body"], terms)
+        text_query = self._any_term(schema, self._text_fields, terms)
         full = tantivy.Query.boolean_query(
             [(tantivy.Occur.Must, text_query)]
             + [(tantivy.Occur.Must, tantivy.Query.const_score_query(c, 0.0))
@@ -364,8 +369,8 @@ class KeywordSearcher:
         hits = []
         for score, address in searcher.search(full, limit, count=False).hits:
             document = searcher.doc(address)
-            preview = _preview(generator, document["body"][0]) if generator else ""
-            hits.append(KeywordHit(document["chunk_id"][0], float(score), preview))
+            snippet = preview(generator, document["body"][0]) if generator else ""
+            hits.append(KeywordHit(document["chunk_id"][0], float(score), snippet))
         return sorted(hits, key=lambda hit: (-hit.score, hit.chunk_id))
 
     def search_names(self, query: str, limit: int = 10,
@@ -375,7 +380,8 @@ class KeywordSearcher:
         if not terms or (sources is not None and not sources):
             return []
         schema = self._names.schema
-        name_query = self._any_term(schema, ["title", "path"], terms)
+        name_query = self._any_term(schema, {"title": 1.0, "path": 1.0},
+                                    dict.fromkeys(terms, 1.0))
         if sources is not None:
             name_query = tantivy.Query.boolean_query([
                 (tantivy.Occur.Must, name_query),

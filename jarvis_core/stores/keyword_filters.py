@@ -1,5 +1,6 @@
 """What the keyword index's searches share with the filters of the other retrievers: a
-``VectorFilter`` as Tantivy queries, and a snippet with its matched words marked."""
+``VectorFilter`` as Tantivy queries; and a chunk's preview, its text's best passage with the
+matched words marked."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import UTC, datetime
 
 import tantivy
 
+from jarvis_core.stores.keyword_fields import TEXT_MARK
 from jarvis_core.stores.vectors.filters import VectorFilter
 
 HIGHLIGHT = ("**", "**")
@@ -39,7 +41,7 @@ def filter_queries(schema: tantivy.Schema, filters: VectorFilter | None
     return queries
 
 
-def highlighted(snippet: tantivy.Snippet) -> str:
+def _highlighted(snippet: tantivy.Snippet) -> str:
     """The snippet's fragment on one line with its matched words between HIGHLIGHT marks
     (Tantivy's highlight ranges are UTF-8 byte offsets)."""
     fragment, parts, position = snippet.fragment().encode(), [], 0
@@ -49,3 +51,12 @@ def highlighted(snippet: tantivy.Snippet) -> str:
         position = span.end
     parts.append(fragment[position:].decode(errors="replace"))
     return " ".join("".join(parts).split())
+
+
+def preview(generator: tantivy.SnippetGenerator, body: str) -> str:
+    """The chunk text's best passage with the matched words marked, without the title and
+    headings indexed before it (a body indexed before ``TEXT_MARK`` existed is shown
+    whole); "" when only they matched, and the caller shows the text's start."""
+    prefix, mark, text = body.partition(TEXT_MARK)
+    snippet = generator.snippet_from_doc(tantivy.Document(body=text if mark else prefix))
+    return _highlighted(snippet) if snippet.fragment() else ""

@@ -12,26 +12,12 @@ import pytest
 from jarvis_assets.jobs import refresh_sources_job
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.stores.connections import read_only
-from jarvis_core.stores.keyword import CHUNK_COLUMNS, KeywordIndex, KeywordSearcher
+from jarvis_core.stores.keyword import KeywordIndex, KeywordSearcher
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_core.stores.vectors.sync import read_payload_rows
 from jarvis_definitions import build_definitions
+from tests.keyword_helpers import chunk, frame
 from tests.pipeline_helpers import checks, metadata, run
-
-
-def chunk(chunk_id: str, text: str, **fields) -> dict:
-    row = {"chunk_id": chunk_id, "source_type": "note", "doc_key": f"note:v/{chunk_id}.md",
-           "path": f"Folder/{chunk_id}.md", "title": chunk_id.title(), "heading_path": [],
-           "text": text, "tags": [], "modified_at": None}
-    return row | fields
-
-
-def frame(*rows: dict) -> pl.DataFrame:
-    return pl.DataFrame(list(rows), schema={
-        "chunk_id": pl.Utf8, "source_type": pl.Utf8, "doc_key": pl.Utf8, "path": pl.Utf8,
-        "title": pl.Utf8, "heading_path": pl.List(pl.Utf8), "text": pl.Utf8,
-        "tags": pl.List(pl.Utf8), "modified_at": pl.Datetime("us")}).select(CHUNK_COLUMNS)
-
 
 CORPUS = [
     chunk("retries", "Retried writes are made safe with an idempotency key per reading.",
