@@ -1,7 +1,6 @@
 """Checks of a repository's code graph: every name-resolved edge joins two nodes of the right
-types, and every symbol belongs to a file at the branch head (a symbol of a vanished file
-means the code tables kept rows they should have dropped). Other sources hold no code:
-their partitions pass."""
+types (that every symbol's file is at the head is checked on the code_symbols asset, from the
+repository kind's descriptor). Other sources hold no code: their partitions pass."""
 
 import dagster as dg
 
@@ -23,12 +22,6 @@ _CODE_EDGES_WITHOUT_ENDS = """
                           AND n.node_key = e.dst AND n.type = 'symbol'))
     ORDER BY e.origin, e.relation, e.src, e.dst
 """
-_SYMBOLS_NOT_AT_HEAD = """
-    SELECT s.path, count(*) AS symbols FROM code_symbols s
-    WHERE s.source = $1 AND NOT EXISTS (
-        SELECT 1 FROM repo_files f WHERE f.source = s.source AND f.path = s.path)
-    GROUP BY s.path ORDER BY s.path
-"""
 _AMBIGUOUS_NAMES = """
     SELECT count(*) FROM graph_broken_links
     WHERE source = $1 AND origin LIKE 'file:%' AND reason = 'ambiguous'
@@ -38,11 +31,6 @@ _AMBIGUOUS_NAMES = """
 def code_edges_without_ends(conn, source: str) -> list[dict]:
     """The CALLS, EXTENDS and IMPLEMENTS edges of ``source`` missing an end."""
     return read_frame(conn, _CODE_EDGES_WITHOUT_ENDS, [source]).to_dicts()
-
-
-def symbols_not_at_head(conn, source: str) -> list[dict]:
-    """Files of ``source`` with symbols in code_symbols but not at the head (repo_files)."""
-    return read_frame(conn, _SYMBOLS_NOT_AT_HEAD, [source]).to_dicts()
 
 
 @dg.asset_check(asset=knowledge_graph, blocking=True, partitions_def=source_partitions,
@@ -58,17 +46,3 @@ def code_edges_have_both_ends(context: dg.AssetCheckExecutionContext,
         passed=not missing,
         metadata={"edges_without_an_end": len(missing), "ambiguous_names": ambiguous,
                   "examples": markdown_table(missing, ["origin", "relation", "src", "dst"])})
-
-
-@dg.asset_check(asset=knowledge_graph, partitions_def=source_partitions,
-                description="Every symbol of a repository's code tables is in a file at its "
-                "branch head (repo_files).")
-def symbols_at_head(context: dg.AssetCheckExecutionContext,
-                    tables: TablesResource) -> dg.AssetCheckResult:
-    with tables.get_connection() as conn:
-        stale = symbols_not_at_head(conn, context.partition_key)
-    return dg.AssetCheckResult(
-        passed=not stale,
-        metadata={"files_not_at_head": len(stale),
-                  "symbols_not_at_head": sum(row["symbols"] for row in stale),
-                  "examples": markdown_table(stale, ["path", "symbols"])})

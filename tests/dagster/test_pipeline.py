@@ -34,7 +34,7 @@ def test_sample_vault_materializes_with_every_check_passing(sample_config, insta
                                 "vectors_match_chunks", "vector_dimension_matches_model",
                                 "no_orphan_vectors", "no_dangling_edges",
                                 "every_edge_has_evidence", "broken_link_ratio",
-                                "code_edges_have_both_ends", "symbols_at_head",
+                                "code_edges_have_both_ends",
                                 "keyword_index_matches_chunks",
                                 "snapshot_matches_graph", "snapshot_figures_consistent",
                                 "source_reachable"}

@@ -9,7 +9,7 @@ from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.status import store_status
 from jarvis_resources import build_resources
-from tests.pipeline_helpers import metadata, rows, run, write_config
+from tests.pipeline_helpers import metadata, report_check, rows, run, write_config
 from tests.source_helpers import Repo
 
 pytestmark = pytest.mark.slow
@@ -81,8 +81,9 @@ def history(tmp_path_factory):
     report = run_refresh(config)
     runs["added"] = {"report": report, "state": snapshot(config)}
     repo.git("reset", "-q", "--hard", "HEAD~1")
-    replacement = repo.commit("Frost alert rule at one degree",
-                              {"src/rules.py": "GUST = 20.0\nFROST = 1.0\n"}, who=DANA)
+    replacement = repo.commit("Frost alert rule at one degree; downsampling moves out",
+                              {"src/rules.py": "GUST = 20.0\nFROST = 1.0\n",
+                               "src/query.py": None}, who=DANA)
     report = run_refresh(config)
     runs["force_pushed"] = {"report": report, "state": snapshot(config),
                             "search": search(config, "Frost alert rule")}
@@ -108,6 +109,9 @@ def test_first_refresh_ingests_commits_files_and_persons(history):
     assert (raw["new"], raw["deleted"], raw["failed"]) == (4, 0, 0)
     code = layer(run["report"], "code_symbols")  # src/ingest.py and src/rules.py parsed
     assert (code["new"], code["failed"]) == (2, 0)
+    [entry] = run["report"]["sources"]
+    for check in ("symbol_files_at_head", "code_parse_failed_ratio"):
+        assert report_check(entry["checks"], check, "code_symbols")["passed"]
     state = run["state"]
     assert {"src/ingest.py::dedupe", "src/rules.py::GUST"} <= state["chunk_paths"]
     assert set(state["commits"]) == set(history["first"])
@@ -168,6 +172,13 @@ def test_a_force_push_removes_the_rewritten_commit_everywhere(history):
     assert after["dangling"] == 0
     assert after["vector_ids"] == after["chunk_ids"]
     assert before["vector_ids"] - after["vector_ids"]  # the old commit's vectors went
+    # a file gone from the head leaves every layer: its symbols' chunks, vectors and nodes
+    code = layer(run["report"], "code_symbols")
+    assert (code["changed"], code["deleted"]) == (1, 1)
+    assert "src/query.py::downsample" in before["chunk_paths"]
+    assert "src/query.py::downsample" not in after["chunk_paths"]
+    assert "symbol:lumen/src/query.py::downsample" in before["nodes"]
+    assert "symbol:lumen/src/query.py::downsample" not in after["nodes"]
     [best, *_] = run["search"]
     assert best.path == f"commits/{kept}"
 

@@ -7,11 +7,12 @@ import posixpath
 import duckdb
 import pytest
 
-from jarvis_assets.checks.code import code_edges_without_ends, symbols_not_at_head
+from jarvis_assets.checks.code import code_edges_without_ends
 from jarvis_core.graph.sync import store_in_sync
 from jarvis_core.sources import registry
 from jarvis_core.sources.repo.code.graph import CodeRows
 from jarvis_core.sources.repo.graph import extract_repo_graph
+from jarvis_core.sources.repo.kind import REPO as REPO_KIND
 from jarvis_core.stores import tables
 from jarvis_core.stores.graph.elements import EXPLICIT, INFERRED
 
@@ -317,9 +318,11 @@ def test_code_checks_pass_on_a_whole_graph_and_fail_on_a_missing_end_or_a_stale_
     assert [(r["relation"], r["dst"]) for r in code_edges_without_ends(conn, "shop")] == [
         ("CALLS", s("b.py", "gone")), ("EXTENDS", s("a.py", "helper"))]
     assert code_edges_without_ends(conn, "other") == []
-    assert symbols_not_at_head(conn, "shop") == [{"path": "gone.py", "symbols": 2}]
+    [at_head] = [check for check in REPO_KIND.layers[0].checks
+                 if check.name == "symbol_files_at_head"]
+    assert conn.execute(at_head.sql, ["shop"]).fetchall() == [("gone.py", 2)]
     conn.execute("INSERT INTO repo_files (source, path) VALUES ('shop', 'gone.py')")
-    assert symbols_not_at_head(conn, "shop") == []
+    assert conn.execute(at_head.sql, ["shop"]).fetchall() == []
 
 
 def generated(count: int) -> tuple[list[dict], list[dict], list[dict]]:

@@ -9,8 +9,10 @@ from jarvis_core.embedding_backends import (
     AUTO,
     OPENVINO,
     OPENVINO_BF16,
+    TORCH_BF16,
     TORCH_FP32,
     choose_backend,
+    query_backend,
 )
 from jarvis_core.pending import settings_fingerprint
 from jarvis_core.text.embedding_cache import cache_file
@@ -47,6 +49,13 @@ def test_without_openvino_auto_takes_torch_float32_and_says_why(native_bf16, mon
     choice = choose_backend(AUTO)
     assert (choice.backend, choice.precision) == (TORCH_FP32, "f32")
     assert "not openvino: the openvino package is not installed" in choice.reason
+
+
+def test_queries_are_encoded_by_the_float32_twin_of_a_bf16_backend(native_bf16):
+    """Without an exported query model, queries are float32 as the exported model's are."""
+    native_bf16(True)
+    assert (query_backend(AUTO), query_backend(TORCH_BF16)) == (OPENVINO, TORCH_FP32)
+    assert query_backend(OPENVINO) == OPENVINO
 
 
 def test_a_pinned_backend_is_taken_as_it_is(native_bf16):
