@@ -13,7 +13,9 @@ CodeSearchNet, a query has at least three words, and functions shorter than thre
 Only a language with docstrings (Python) holds the doc in the symbol's text; a leading
 comment (Go, JavaScript, Java…) lies above the definition, outside its text, so nothing is
 removed there. ``docstring_left_in_target`` counts the queries whose sentence is still in
-their target's indexed text: 0 unless the removal failed.
+their target's indexed text: 0 unless the removal failed. ``query_in_other_documents``
+counts those whose sentence is word for word in another document: a class whose text keeps
+its methods' leading comments (TypeScript, Java…), a comment copied elsewhere.
 """
 
 from __future__ import annotations
@@ -171,13 +173,17 @@ def run_code_search(repo: Path, config: JarvisConfig, embedder, *,
         if dataset.queries and {"bm25", "hybrid"} & set(modes):
             legs["bm25"] = keyword_hits(dataset, chunks, Path(tmp) / "keyword")
     ranked = ranked_by_group(legs, modes, places(chunks)) if legs else {}
-    left = sum(_normalized(query) in _normalized(dataset.corpus[doc_id][1])
-               for doc_id, query in dataset.queries.items())
+    own = {doc_id: _normalized(text) for doc_id, (_, text) in dataset.corpus.items()}
+    everything = "\0".join(own.values())
+    left = sum(_normalized(query) in own[doc_id] for doc_id, query in dataset.queries.items())
+    elsewhere = sum(everything.count(_normalized(query)) > (_normalized(query) in own[doc_id])
+                    for doc_id, query in dataset.queries.items())
     return {
         "repository": str(repo), "head": head,
         "symbols": sum(len(result.symbols) for result in parsed.values()),
         "documents": len(dataset.corpus), "chunks": chunks.height,
         "queries": len(dataset.queries), "docstring_left_in_target": left,
+        "query_in_other_documents": elsewhere,
         "model": embedder and embedder.model,
         "modes": {MODE_NAMES[mode]: mrr_and_recall(by_group[DOCUMENT], dataset.qrels)
                   for mode, by_group in ranked.items()},

@@ -81,6 +81,17 @@ GO = dedent('''\
     }
     ''')
 
+# A class's text keeps its methods' leading comments: the query is in another document.
+MAILER = dedent('''\
+    class Mailer {
+      /** Deliver the queued mail messages now. */
+      deliverQueued(queue) {
+        const sent = queue.map(send);
+        return sent;
+      }
+    }
+    ''')
+
 
 def symbol(path: str, source: str, symbol_id: str):
     return next(s for s in parse_file(path, source.encode()).symbols if s.symbol_id == symbol_id)
@@ -149,10 +160,12 @@ def test_mrr_and_recall_at_ten_count_the_first_relevant_documents_rank():
 def test_keyword_code_search_finds_each_documented_function_on_a_tiny_repository(
         tmp_path, sample_config):
     repo = Repo(tmp_path / "repo")
-    repo.commit("billing", {"billing.py": BILLING, "header.go": GO})
+    repo.commit("billing", {"billing.py": BILLING, "header.go": GO, "mailer.js": MAILER})
     found = run_code_search(repo.path, sample_config, None, modes=("bm25",))
-    assert (found["queries"], found["docstring_left_in_target"]) == (4, 0)
-    assert found["modes"] == {"keyword": {"mrr_at_10": 1.0, "recall_at_10": 1.0}}
+    assert (found["queries"], found["docstring_left_in_target"],
+            found["query_in_other_documents"]) == (5, 0, 1)
+    # the class holding the mailer method's comment comes first, the method second
+    assert found["modes"] == {"keyword": {"mrr_at_10": 0.9, "recall_at_10": 1.0}}
 
 
 def test_the_generated_repository_is_valid_source_in_three_languages_quickly(tmp_path):
