@@ -65,12 +65,8 @@ SAMPLE = 15  # disagreements listed per side
 def run_code_benchmark(repo: Path) -> dict:
     """Agreement with ctags by language and overall, and the parse's files/s and symbols/s,
     on the files at ``repo``'s HEAD."""
-    head = resolve_head(repo, "HEAD")
-    entries = [entry for entry in list_tree(repo, head) if grammar_for(entry.path)]
-    blobs = read_blobs(repo, [entry.blob_sha for entry in entries])
-    files = {entry.path: blobs[entry.blob_sha] for entry in entries
-             if isinstance(blobs[entry.blob_sha], bytes)}
-    parsed, seconds = _parse_all(files)
+    head, files = head_files(repo)
+    parsed, seconds = parse_all(files)
     read = {path: result for path, result in parsed.items() if result.status != SKIPPED}
     with tempfile.TemporaryDirectory(prefix="jarvis-bench-code-") as tmp:
         for path in read:
@@ -98,7 +94,17 @@ def run_code_benchmark(repo: Path) -> dict:
     }
 
 
-def _parse_all(files: dict[str, bytes]) -> tuple[dict[str, ParsedFile], float]:
+def head_files(repo: Path) -> tuple[str, dict[str, bytes]]:
+    """``repo``'s HEAD commit and its files in a language the parser reads, by path."""
+    head = resolve_head(repo, "HEAD")
+    entries = [entry for entry in list_tree(repo, head) if grammar_for(entry.path)]
+    blobs = read_blobs(repo, [entry.blob_sha for entry in entries])
+    return head, {entry.path: blobs[entry.blob_sha] for entry in entries
+                  if isinstance(blobs[entry.blob_sha], bytes)}
+
+
+def parse_all(files: dict[str, bytes]) -> tuple[dict[str, ParsedFile], float]:
+    """Each file parsed (those in no language read left out), and the seconds it took."""
     started = time.perf_counter()
     parsed = {path: parse_file(path, data) for path, data in files.items()}
     return ({path: result for path, result in parsed.items() if result is not None},

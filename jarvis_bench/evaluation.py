@@ -28,7 +28,7 @@ from jarvis_core.stores.keyword import KeywordIndex, KeywordSearcher
 from jarvis_core.stores.vectors.base import collection_name
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
 from jarvis_core.stores.vectors.sync import sync_source
-from jarvis_core.text.chunking import chunk_document
+from jarvis_core.text.chunking import Chunk, chunk_document
 from jarvis_core.text.tokens import token_counter
 from jarvis_query.fusion import fuse
 from jarvis_query.results import Hit
@@ -74,16 +74,24 @@ def load_beir(directory: Path, split: str = "test") -> BeirDataset:
 def chunk_corpus(dataset: BeirDataset, config: JarvisConfig) -> pl.DataFrame:
     """The corpus as chunk rows with the columns the vector sync reads."""
     counter = token_counter(config.embedding.model, config.chunking.max_tokens)
-    rows = []
-    for doc_id, (title, text) in dataset.corpus.items():
-        doc_key = f"{EVAL_SOURCE}:{doc_id}"
-        for chunk in chunk_document(text, title=title, doc_key=doc_key, counter=counter,
-                                    overlap_tokens=config.chunking.overlap_tokens):
-            rows.append({"chunk_id": chunk.chunk_id, "source": EVAL_SOURCE,
-                         "source_type": EVAL_SOURCE, "doc_key": doc_key, "path": doc_id,
-                         "title": title, "heading_path": list(chunk.heading_path),
-                         "context": chunk.context, "text": chunk.text, "tags": [],
-                         "modified_at": None})
+    return chunk_frame({doc_id: (title, chunk_document(
+        text, title=title, doc_key=eval_doc_key(doc_id), counter=counter,
+        overlap_tokens=config.chunking.overlap_tokens))
+        for doc_id, (title, text) in dataset.corpus.items()}, EVAL_SOURCE)
+
+
+def eval_doc_key(doc_id: str) -> str:
+    return f"{EVAL_SOURCE}:{doc_id}"
+
+
+def chunk_frame(chunked: dict[str, tuple[str, list[Chunk]]], source_type: str) -> pl.DataFrame:
+    """Each document's (doc id -> title, chunks) chunks as rows with the columns the vector
+    sync and the keyword index read; a chunk's ``path`` is its document's id."""
+    rows = [{"chunk_id": chunk.chunk_id, "source": EVAL_SOURCE, "source_type": source_type,
+             "doc_key": eval_doc_key(doc_id), "path": doc_id, "title": title,
+             "heading_path": list(chunk.heading_path), "context": chunk.context,
+             "text": chunk.text, "tags": [], "modified_at": None}
+            for doc_id, (title, chunks) in chunked.items() for chunk in chunks]
     return pl.DataFrame(rows, schema={**{c: tables.CHUNKS.schema[c] for c in (
         "chunk_id", "source", "source_type", "doc_key", "path", "title", "heading_path",
         "context", "text")}, "tags": pl.List(pl.Utf8), "modified_at": pl.Datetime("us")})

@@ -28,7 +28,6 @@ def evaluate(obj: CliContext, dataset: str, mode: str, split: str, as_json: bool
     import time
 
     from jarvis_bench.evaluation import MODES, load_beir, rankings, score
-    from jarvis_core.text.embedder import Embedder
 
     config = obj.config()
     try:
@@ -37,10 +36,7 @@ def evaluate(obj: CliContext, dataset: str, mode: str, split: str, as_json: bool
         raise click.ClickException(f"{dataset}: {exc}") from exc
     started = time.perf_counter()
     modes = MODES if mode == "all" else (mode,)
-    settings = config.embedding
-    embedder = None if modes == ("bm25",) else Embedder(
-        settings.model, device=settings.device, batch_size=settings.batch_size,
-        backend=settings.backend, cache_dir=config.cache_dir)
+    embedder = None if modes == ("bm25",) else _embedder(config)
     index_dir = config.data_dir / "eval" / data.name
     ranked = rankings(data, config, modes, embedder, index_dir)
     result = {"dataset": data.name, "model": embedder and embedder.model,
@@ -59,6 +55,15 @@ def evaluate(obj: CliContext, dataset: str, mode: str, split: str, as_json: bool
                        f"{groups['chunk']['recall_at_10']:.4f}")
 
     emit(result, as_json, render)
+
+
+def _embedder(config):
+    """The configured embedder, as the pipeline makes it."""
+    from jarvis_core.text.embedder import Embedder
+
+    settings = config.embedding
+    return Embedder(settings.model, device=settings.device, batch_size=settings.batch_size,
+                    backend=settings.backend, cache_dir=config.cache_dir)
 
 
 @click.group()
@@ -314,8 +319,18 @@ def bench_ingest(obj: CliContext, jira: Path, notes: int, markup_sample: int,
 
 @bench.command(name="code")
 @click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--search", is_flag=True, help="Also measure code search CodeSearchNet-style "
+              "(each documented function's first docstring sentence finds it, indexed without "
+              "its docstring): MRR@10, recall@10 keyword, semantic, hybrid (embeds the corpus).")
+@click.option("--max-symbols", default=2000, show_default=True, type=click.IntRange(min=1),
+              help="Symbols indexed at most by --search (a fixed sample when REPO has more).")
+@click.option("--scale", "scale_files", default=0, show_default=True,
+              type=click.IntRange(min=0), help="Also ingest the symbol layer of a generated "
+              "repository of this many files: first ingest, one-file change, no-op.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def bench_code(repo: Path, as_json: bool) -> None:
+@click.pass_obj
+def bench_code(obj: CliContext, repo: Path, search: bool, max_symbols: int, scale_files: int,
+               as_json: bool) -> None:
     """Whether the definitions read from REPO's source (its HEAD) agree with Universal Ctags
     (recall, precision by file, name and line ±1, per language), and files/s, symbols/s."""
     import shutil
@@ -327,21 +342,38 @@ def bench_code(repo: Path, as_json: bool) -> None:
         raise click.ClickException("the ctags command (Universal Ctags) is not installed")
     try:
         result = run_code_benchmark(repo.resolve())
+        if search:
+            from jarvis_bench.code_search import run_code_search
+
+            config = obj.config()
+            result["search"] = run_code_search(repo.resolve(), config, _embedder(config),
+                                               max_symbols=max_symbols)
     except GitError as exc:
         raise click.ClickException(f"REPO: {exc}") from exc
+    if scale_files:
+        from jarvis_bench.code_scale import run_scale_benchmark
 
-    def render(data: dict) -> None:
-        agreement, parse = data["ctags"], data["parse"]
-        rows = [{"language": name, **figures} for name, figures in agreement["languages"].items()]
-        rows.append({"language": "all", **{key: agreement[key] for key in
-                                           ("ctags_definitions", "jarvis_definitions",
-                                            "matched", "recall", "precision")}})
-        click.echo(f"{data['repository']} at {data['head'][:12]} against {agreement['version']}")
-        click.echo(table(rows, ["language", "ctags_definitions", "jarvis_definitions",
-                                "matched", "recall", "precision"]))
-        click.echo(f"parse: {parse['files']} files, {parse['symbols']} symbols in "
-                   f"{parse['seconds']} s ({parse['files_per_s']} files/s, "
-                   f"{parse['symbols_per_s']} symbols/s); partial {parse['partial']}, "
-                   f"skipped {parse['skipped'] or 'none'}")
+        result["scale"] = run_scale_benchmark(scale_files)
+    emit(result, as_json, _render_code)
 
-    emit(result, as_json, render)
+
+def _render_code(data: dict) -> None:
+    agreement, parse = data["ctags"], data["parse"]
+    rows = [{"language": name, **figures} for name, figures in agreement["languages"].items()]
+    rows.append({"language": "all", **{key: agreement[key] for key in (
+        "ctags_definitions", "jarvis_definitions", "matched", "recall", "precision")}})
+    click.echo(f"{data['repository']} at {data['head'][:12]} against {agreement['version']}")
+    click.echo(table(rows, ["language", "ctags_definitions", "jarvis_definitions",
+                            "matched", "recall", "precision"]))
+    click.echo(f"parse: {parse['files']} files, {parse['symbols']} symbols in "
+               f"{parse['seconds']} s ({parse['files_per_s']} files/s, "
+               f"{parse['symbols_per_s']} symbols/s); partial {parse['partial']}, "
+               f"skipped {parse['skipped'] or 'none'}")
+    if "search" in data:
+        found = data["search"]
+        click.echo(f"search: {found['queries']} queries, {found['documents']} documents")
+        click.echo(table([{"mode": mode, **figures} for mode, figures in found["modes"].items()],
+                         ["mode", "mrr_at_10", "recall_at_10"]))
+    if "scale" in data:
+        click.echo(table([{"figure": key, "value": value} for key, value in data["scale"].items()
+                          if key != "runs"], ["figure", "value"]))
