@@ -48,9 +48,15 @@ class CodeChunker(DocumentChunker):
         self.leaf_kinds = [_CODE] * len(self.leaf_starts)
 
 
+# The doc comment a code document's text starts with (jarvis_core/sources/repo/kind.py).
+DOC_COMMENT = "// "
+
+
 def signature_line(text: str) -> str:
-    """The first line of a symbol's code: its declaration, as a heading."""
-    return next((" ".join(line.split()) for line in text.splitlines() if line.strip()), "")
+    """The first line of a symbol's code after its doc comment: its declaration, as a
+    heading."""
+    return next((" ".join(line.split()) for line in text.splitlines()
+                 if line.strip() and not line.startswith(DOC_COMMENT)), "")
 
 
 def chunk_code(body: str, *, title: str, path: str, doc_key: str,

@@ -66,3 +66,11 @@ def test_a_statement_too_long_alone_is_cut_at_its_lines(counter):
     assert all(chunk.token_count <= counter.max_tokens for chunk in chunks)
     assert all(chunk.text.split("\n")[0].lstrip().startswith(("def ", "with ", "step_"))
                for chunk in chunks)
+
+
+def test_a_doc_comment_heads_the_text_and_the_declaration_stays_the_heading(counter):
+    body = "// Foo does the thing.\n// Second line.\nfunc Foo() int {\n\treturn 1\n}"
+    [chunk] = chunk_code(body, title="Foo", path="a.go::Foo", doc_key="code:r/a.go::Foo",
+                         counter=counter)
+    assert chunk.heading_path == ("a.go", "func Foo() int {")
+    assert chunk.text.startswith("// Foo does the thing.")

@@ -47,8 +47,13 @@ REPO = SourceKind(
         DocumentType("code", """
             SELECT source, 'code' AS source_type,
                    'code:' || source || '/' || path || '::' || symbol_id AS doc_key,
-                   path || '::' || symbol_id AS path, qualified_name AS title, text,
-                   md5(concat_ws('|', kind, qualified_name, text)) AS doc_hash,
+                   path || '::' || symbol_id AS path, qualified_name AS title,
+                   -- a doc comment above the definition (all but Python's docstrings,
+                   -- which are in the body) heads its text, as in the file
+                   CASE WHEN language = 'python' OR coalesce(doc, '') = '' THEN text
+                        ELSE '// ' || replace(doc, chr(10), chr(10) || '// ') || chr(10)
+                             || text END AS text,
+                   md5(concat_ws('|', kind, qualified_name, doc, text)) AS doc_hash,
                    (SELECT c.committed_at FROM repo_state r JOIN commits c
                       ON c.source = r.source AND c.sha = r.head
                     WHERE r.source = $1) AS modified_at,
