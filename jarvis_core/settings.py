@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -164,10 +165,33 @@ class SchedulesSettings(Strict):
     analytics: ScheduleSettings = ScheduleSettings(cron="30 6 * * *")
 
 
+def _postgres_url(url: str) -> str:
+    """A PostgreSQL URL as SQLAlchemy takes it, on the driver dagster-postgres installs
+    (psycopg2) unless it names one; the message never repeats the password."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres") and not parts.scheme.startswith(
+            "postgresql+"):
+        raise ValueError(f"not a PostgreSQL URL (scheme {parts.scheme or 'missing'!r}): use "
+                         "postgresql://user:password@host:5432/database, or "
+                         "postgresql://user@/database?host=/socket/folder")
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as exc:
+        raise ValueError(f"bad port in the PostgreSQL URL ({exc})") from None
+    if not parts.path.strip("/"):
+        raise ValueError("the PostgreSQL URL names no database (postgresql://.../database)")
+    if "+" not in parts.scheme:
+        return parts._replace(scheme="postgresql+psycopg2").geturl()
+    return url
+
+
 class InstanceSettings(Strict):
     """The Dagster instance `jarvis refresh` records its runs in (docs/operations.md)."""
 
     fast_storage: bool = True  # false: Dagster's stock SQLite storages, no private API
+    # Dagster's stock PostgreSQL storages for runs, events and schedules, shared by every
+    # Dagster process of the project (SQLite files in the data directory when unset).
+    postgres_url: Annotated[str, AfterValidator(_postgres_url)] | None = None
 
 
 class EnvironmentSettings(Strict):

@@ -9,22 +9,62 @@ import shutil
 import socket
 from pathlib import Path
 
-from jarvis_core.config import JarvisConfig
+from jarvis_core.config import ConfigError, JarvisConfig
 
 _SETTINGS = Path(__file__).with_name("dagster.yaml")
 
 
 def dagster_home(config: JarvisConfig) -> Path:
     """$DAGSTER_HOME when set, else ``<data_dir>/dagster``, with the instance settings
-    (concurrency pools) installed on first use."""
+    (concurrency pools) installed on first use, and with ``instance.postgres_url`` set,
+    Dagster's PostgreSQL storages named in them: `jarvis refresh`, `jarvis ui`, `jarvis
+    daemon` and every run they launch read this folder's dagster.yaml."""
     home = Path(os.environ.get("DAGSTER_HOME") or config.data_dir / "dagster")
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
         shutil.copy(_SETTINGS, home / "dagster.yaml")
+    if config.instance.postgres_url:
+        _name_postgres_storage(home / "dagster.yaml", config.instance.postgres_url)
     return home
 
 
 _STORAGE_KEYS = ("storage", "run_storage", "event_log_storage", "schedule_storage")
+POSTGRES_SETTING = "instance.postgres_url"
+
+
+def _name_postgres_storage(settings_file: Path, url: str) -> None:
+    """Dagster's stock ``storage: postgres:`` in the instance settings, in place of any
+    storage they named; the server is reached first, so that a wrong URL fails here
+    naming the setting, not in Dagster's connection retries."""
+    import yaml
+
+    check_postgres(url)
+    settings = yaml.safe_load(settings_file.read_text()) or {}
+    storage = {"postgres": {"postgres_url": url}}
+    if settings.get("storage") == storage and not set(settings) & set(_STORAGE_KEYS[1:]):
+        return
+    for key in _STORAGE_KEYS:
+        settings.pop(key, None)
+    settings_file.write_text(yaml.safe_dump({**settings, "storage": storage}, sort_keys=False))
+    settings_file.chmod(0o600)  # the URL may hold a password
+
+
+def check_postgres(url: str) -> None:
+    """Connect once to the server ``url`` names (5 s at most), or raise a ConfigError naming
+    the setting and libpq's reason."""
+    import sqlalchemy
+    from sqlalchemy.pool import NullPool
+
+    try:
+        engine = sqlalchemy.create_engine(url, poolclass=NullPool,
+                                          connect_args={"connect_timeout": 5})
+        with engine.connect():
+            pass
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError) as exc:
+        reason = getattr(exc, "orig", None) or exc
+        raise ConfigError(f"{POSTGRES_SETTING}: cannot reach the PostgreSQL server "
+                          f"({str(reason).strip()})") from exc
+
 
 
 class UnfitDagster(ValueError):

@@ -12,6 +12,7 @@ import pytest
 
 from jarvis_core.config import JarvisConfig, load_config
 from jarvis_core.settings import CACHE_ENV
+from tests import postgres_server as postgres_server_module
 from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, write_config
 
 # What `jarvis refresh` on the sample (README command 1) converted, exported and embedded.
@@ -161,3 +162,20 @@ def kb(published_sample):
     knowledge_base = KnowledgeBase(published_sample)
     yield knowledge_base
     knowledge_base.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL server (tests/postgres_server.py), started for the tests that
+    ask for it; they are skipped, with the reason, where no PostgreSQL is installed."""
+    reason = postgres_server_module.unavailable_reason()
+    if reason:
+        pytest.skip(f"the PostgreSQL leg is skipped: {reason}")
+    with postgres_server_module.throwaway_server() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> str:
+    """An empty database of its own on the throwaway server."""
+    return postgres_server_module.new_database(postgres_server)
