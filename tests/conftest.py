@@ -173,9 +173,3 @@ def postgres_server():
         pytest.skip(f"the PostgreSQL leg is skipped: {reason}")
     with postgres_server_module.throwaway_server() as url:
         yield url
-
-
-@pytest.fixture
-def postgres_url(postgres_server) -> str:
-    """An empty database of its own on the throwaway server."""
-    return postgres_server_module.new_database(postgres_server)
