@@ -29,7 +29,7 @@ def dagster_home(config: JarvisConfig) -> Path:
 
 
 _STORAGE_KEYS = ("storage", "run_storage", "event_log_storage", "schedule_storage")
-POSTGRES_SETTING = "instance.postgres_url"
+_POSTGRES_SETTING = "instance.postgres_url"
 
 
 def _name_postgres_storage(settings_file: Path, url: str) -> None:
@@ -38,18 +38,18 @@ def _name_postgres_storage(settings_file: Path, url: str) -> None:
     naming the setting, not in Dagster's connection retries."""
     import yaml
 
-    check_postgres(url)
+    _check_postgres(url)
     settings = yaml.safe_load(settings_file.read_text()) or {}
     storage = {"postgres": {"postgres_url": url}}
     if settings.get("storage") == storage and not set(settings) & set(_STORAGE_KEYS[1:]):
         return
     for key in _STORAGE_KEYS:
         settings.pop(key, None)
+    settings_file.chmod(0o600)  # before the URL, which may hold a password, is written
     settings_file.write_text(yaml.safe_dump({**settings, "storage": storage}, sort_keys=False))
-    settings_file.chmod(0o600)  # the URL may hold a password
 
 
-def check_postgres(url: str) -> None:
+def _check_postgres(url: str) -> None:
     """Connect once to the server ``url`` names (5 s at most), or raise a ConfigError naming
     the setting and libpq's reason."""
     import sqlalchemy
@@ -62,9 +62,8 @@ def check_postgres(url: str) -> None:
             pass
     except (sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError) as exc:
         reason = getattr(exc, "orig", None) or exc
-        raise ConfigError(f"{POSTGRES_SETTING}: cannot reach the PostgreSQL server "
+        raise ConfigError(f"{_POSTGRES_SETTING}: cannot reach the PostgreSQL server "
                           f"({str(reason).strip()})") from exc
-
 
 
 class UnfitDagster(ValueError):
