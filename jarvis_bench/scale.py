@@ -100,4 +100,6 @@ def run_scale_benchmark(sizes: tuple[int, ...], work_dir: Path, chart: Path) -> 
     chart.parent.mkdir(parents=True, exist_ok=True)
     chart.write_text(chart_svg(rows))
     return {"embedder": "configured", "cpus": os.cpu_count(), "chart": str(chart),
+            "model_cache": os.environ.get("JARVIS_CACHE_DIR") or "each size's data directory, "
+            "cold: its first refresh includes exporting the model",
             "sizes": rows}
