@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -99,6 +100,7 @@ def write_mail(path: Path, bundles: int, rng: random.Random) -> None:
                 if parent:
                     headers += [f"In-Reply-To: {parent}", f"References: {parent}"]
                 body = "\n\n".join(_prose(rng, (3, 6)) for _ in range(rng.randint(1, 3)))
+                body = re.sub(r"^From ", ">From ", body, flags=re.MULTILINE)  # mboxrd quoting
                 mbox.write(f"From bench@jarvis.invalid {when.strftime('%a %b %d %H:%M:%S %Y')}\n"
                            + "\n".join(headers) + f"\n\n{body}\n\n")
                 parent = message_id

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import mailbox
+import random
 import re
 import subprocess
 
 from jarvis_bench.scale import run_scale_benchmark
-from jarvis_bench.scale_corpus import CHUNKS_PER_BUNDLE, bundles_for, write_corpus
+from jarvis_bench.scale_corpus import CHUNKS_PER_BUNDLE, bundles_for, write_corpus, write_mail
 
 
 def test_the_corpus_mixes_linked_notes_issues_citing_commits_and_mail_threads(tmp_path):
@@ -33,6 +34,12 @@ def test_the_corpus_mixes_linked_notes_issues_citing_commits_and_mail_threads(tm
     replies = [message for message in messages if message["In-Reply-To"]]
     assert len(replies) == 8 and all(reply["In-Reply-To"] in ids for reply in replies)
     assert "repo: scale" in (tmp_path / "jarvis.yaml").read_text()
+
+
+def test_mail_bodies_never_split_the_mbox(tmp_path):
+    """About one generated sentence in a hundred starts with "From": quoted, it stays body."""
+    write_mail(tmp_path / "many.mbox", 300, random.Random(1))
+    assert len(mailbox.mbox(tmp_path / "many.mbox")) == 900
 
 
 def test_a_scale_row_measures_the_first_and_the_noop_refresh(tmp_path):
