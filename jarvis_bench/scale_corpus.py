@@ -26,7 +26,6 @@ COMMITS_PER_BUNDLE = 2
 MESSAGES_PER_THREAD = 3
 CHUNKS_PER_BUNDLE = 15.0
 _EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
-GIT_IDENTITY = ("-c", "user.name=Jarvis Bench", "-c", "user.email=bench@jarvis.invalid")
 
 
 def bundles_for(chunks: int) -> int:
