@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import click
@@ -120,6 +121,16 @@ def bench_embed(obj: CliContext, n_chunks: int, batch_size: int, scifact: Path |
     emit(result, as_json, render)
 
 
+def _sizes(sizes: str) -> tuple[int, ...]:
+    try:
+        parsed = tuple(int(size) for size in sizes.split(","))
+    except ValueError as exc:
+        raise click.ClickException(f"--sizes: not a list of integers: {sizes}") from exc
+    if min(parsed) < 1:
+        raise click.ClickException(f"--sizes: every size must be at least 1: {sizes}")
+    return parsed
+
+
 @bench.command(name="search")
 @click.option("--sizes", default="10000,100000", show_default=True,
               help="Comma-separated corpus sizes (chunks).")
@@ -130,10 +141,7 @@ def bench_search(obj: CliContext, sizes: str, as_json: bool) -> None:
     from jarvis_bench.search import run_search_benchmark
 
     config = obj.config()
-    try:
-        parsed = tuple(int(size) for size in sizes.split(","))
-    except ValueError as exc:
-        raise click.ClickException(f"--sizes: not a list of integers: {sizes}") from exc
+    parsed = _sizes(sizes)
     result = run_search_benchmark(config.embedding.model, parsed, cache_dir=config.cache_dir)
 
     def render(data: dict) -> None:
@@ -377,3 +385,16 @@ def _render_code(data: dict) -> None:
     if "scale" in data:
         click.echo(table([{"figure": key, "value": value} for key, value in data["scale"].items()
                           if key != "runs"], ["figure", "value"]))
+
+
+@bench.command(name="scale")
+@click.option("--sizes", default="10000,100000", show_default=True, help="Target chunks per size.")
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where the corpora, their data and scale.svg go (default: a temp folder).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_scale(sizes: str, work_dir: Path | None, as_json: bool) -> None:
+    """First and no-op refresh of generated corpora per size, measured from outside."""
+    from jarvis_bench.scale import COLUMNS, run_scale_benchmark
+    work_dir = work_dir or Path(tempfile.mkdtemp(prefix="jarvis-scale-"))
+    result = run_scale_benchmark(_sizes(sizes), work_dir, work_dir / "scale.svg")
+    emit(result, as_json, lambda data: click.echo(table(data["sizes"], COLUMNS)))
