@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import click
 
+from jarvis_cli.bench_options import embedder_of, sizes_of
+from jarvis_cli.bench_scale import bench_scale
 from jarvis_cli.common import CliContext, answering, emit
 from jarvis_core.embedding_backends import BACKENDS
 from jarvis_query.render import table
@@ -37,7 +38,7 @@ def evaluate(obj: CliContext, dataset: str, mode: str, split: str, as_json: bool
         raise click.ClickException(f"{dataset}: {exc}") from exc
     started = time.perf_counter()
     modes = MODES if mode == "all" else (mode,)
-    embedder = None if modes == ("bm25",) else _embedder(config)
+    embedder = None if modes == ("bm25",) else embedder_of(config)
     index_dir = config.data_dir / "eval" / data.name
     ranked = rankings(data, config, modes, embedder, index_dir)
     result = {"dataset": data.name, "model": embedder and embedder.model,
@@ -56,15 +57,6 @@ def evaluate(obj: CliContext, dataset: str, mode: str, split: str, as_json: bool
                        f"{groups['chunk']['recall_at_10']:.4f}")
 
     emit(result, as_json, render)
-
-
-def _embedder(config):
-    """The configured embedder, as the pipeline makes it."""
-    from jarvis_core.text.embedder import Embedder
-
-    settings = config.embedding
-    return Embedder(settings.model, device=settings.device, batch_size=settings.batch_size,
-                    backend=settings.backend, cache_dir=config.cache_dir)
 
 
 @click.group()
@@ -121,16 +113,6 @@ def bench_embed(obj: CliContext, n_chunks: int, batch_size: int, scifact: Path |
     emit(result, as_json, render)
 
 
-def _sizes(sizes: str) -> tuple[int, ...]:
-    try:
-        parsed = tuple(int(size) for size in sizes.split(","))
-    except ValueError as exc:
-        raise click.ClickException(f"--sizes: not a list of integers: {sizes}") from exc
-    if min(parsed) < 1:
-        raise click.ClickException(f"--sizes: every size must be at least 1: {sizes}")
-    return parsed
-
-
 @bench.command(name="search")
 @click.option("--sizes", default="10000,100000", show_default=True,
               help="Comma-separated corpus sizes (chunks).")
@@ -141,7 +123,7 @@ def bench_search(obj: CliContext, sizes: str, as_json: bool) -> None:
     from jarvis_bench.search import run_search_benchmark
 
     config = obj.config()
-    parsed = _sizes(sizes)
+    parsed = sizes_of(sizes)
     result = run_search_benchmark(config.embedding.model, parsed, cache_dir=config.cache_dir)
 
     def render(data: dict) -> None:
@@ -354,7 +336,7 @@ def bench_code(obj: CliContext, repo: Path, search: bool, max_symbols: int, scal
             from jarvis_bench.code_search import run_code_search
 
             config = obj.config()
-            result["search"] = run_code_search(repo.resolve(), config, _embedder(config),
+            result["search"] = run_code_search(repo.resolve(), config, embedder_of(config),
                                                max_symbols=max_symbols)
     except GitError as exc:
         raise click.ClickException(f"REPO: {exc}") from exc
@@ -387,14 +369,6 @@ def _render_code(data: dict) -> None:
                           if key != "runs"], ["figure", "value"]))
 
 
-@bench.command(name="scale")
-@click.option("--sizes", default="10000,100000", show_default=True, help="Target chunks per size.")
-@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where the corpora, their data and scale.svg go (default: a temp folder).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def bench_scale(sizes: str, work_dir: Path | None, as_json: bool) -> None:
-    """First and no-op refresh of generated corpora per size, measured from outside."""
-    from jarvis_bench.scale import COLUMNS, run_scale_benchmark
-    work_dir = work_dir or Path(tempfile.mkdtemp(prefix="jarvis-scale-"))
-    result = run_scale_benchmark(_sizes(sizes), work_dir, work_dir / "scale.svg")
-    emit(result, as_json, lambda data: click.echo(table(data["sizes"], COLUMNS)))
+# The commands with a module of their own.
+for _command in (bench_scale,):
+    bench.add_command(_command)
