@@ -1,6 +1,6 @@
 """Which symbols a commit modified: real git repositories made in temp dirs, ingested into
-DuckDB as the raw repository asset does, their diffs laid over the tree-sitter parser's
-symbols (jarvis_core/sources/repo/code/modifies.py)."""
+DuckDB as the raw repository and code symbol assets do, their diffs laid over the
+tree-sitter parser's symbols (jarvis_core/sources/repo/code/modifies.py)."""
 
 from contextlib import nullcontext
 
@@ -11,6 +11,7 @@ from jarvis_core.settings import IngestSettings
 from jarvis_core.sources import registry
 from jarvis_core.sources.kind import IngestRun
 from jarvis_core.sources.plan import utc_now
+from jarvis_core.sources.repo.code import ingest as code_ingest
 from jarvis_core.sources.repo.code import modifies
 from jarvis_core.sources.repo.code.graph import CodeRows
 from jarvis_core.sources.repo.code.ingest import code_settings_id
@@ -18,7 +19,7 @@ from jarvis_core.sources.repo.code.model import symbol_key
 from jarvis_core.sources.repo.code.parse import parse_file
 from jarvis_core.sources.repo.graph import EXTRACTOR, commit_key, extract_repo_graph
 from jarvis_core.sources.repo.hunks import read_hunks
-from jarvis_core.sources.repo.ingest import ingest
+from jarvis_core.sources.repo.ingest import ingest as repo_ingest
 from jarvis_core.sources.repo.settings import CodeSettings, RepoConfig
 from jarvis_core.stores import tables
 from tests.source_helpers import Repo
@@ -58,15 +59,16 @@ def repo(tmp_path) -> Repo:
 
 
 def ingested(conn, repo: Repo, configured: bool = True, **code) -> list[str]:
-    """Ingest ``repo`` as the raw repository asset does (as a source no longer configured:
-    ``configured`` false; ``vendor/**`` excluded); the warnings it gave."""
+    """Ingest ``repo`` as the raw repository and code symbol assets do (as a source no longer
+    configured: ``configured`` false; ``vendor/**`` excluded); the warnings they gave."""
     warnings: list[str] = []
     settings = RepoConfig(path=repo.path, exclude=("vendor/**",),
                           code=CodeSettings(**code)) if configured else None
     run = IngestRun("lumen", settings,
                     lambda: nullcontext(conn), IngestSettings(), repo.path.parent, utc_now(),
                     warnings.append)
-    ingest(run)
+    repo_ingest(run)
+    code_ingest.ingest(run)
     return warnings
 
 
@@ -79,11 +81,10 @@ def edit(repo: Repo, message: str, *replacements: tuple[str, str]) -> str:
     return repo.commit(message, {"src/service.py": text})
 
 
-def store_head_symbols(conn, repo: Repo, leave_out: str = "", parser: str = "") -> None:
-    """The code tables as the code layer leaves them: the head's ``src/service.py`` parsed
-    (without the symbol ``leave_out``), by the parser in use unless ``parser`` names
-    another."""
-    settings = parser or code_settings_id(RepoConfig(path=repo.path))
+def store_head_symbols(conn, repo: Repo, leave_out: str) -> None:
+    """The code tables as the code layer leaves them: the head's ``src/service.py`` parsed,
+    without the symbol ``leave_out``."""
+    settings = code_settings_id(RepoConfig(path=repo.path))
     tables.replace_rows(conn, registry.table("code_state"), source="lumen", remove_paths=None,
                         rows=[{"source": "lumen", "settings": settings}])
     blob = repo.git("rev-parse", "HEAD:src/service.py")
@@ -161,22 +162,35 @@ def test_a_force_push_drops_its_commits_rows_and_a_removed_source_all_rows(conn,
     assert conn.execute("SELECT count(*) FROM commit_symbols").fetchone() == (0,)
 
 
-def test_symbols_of_a_blob_at_the_head_are_read_from_the_code_tables_of_the_same_parser(
+def test_a_blob_at_the_head_is_parsed_once_the_commits_reading_the_code_layers_symbols(
         conn, repo, monkeypatch):
     head = edit(repo, "Load: utf-8", ("open(path)", "open(path, encoding='utf-8')"))
-    store_head_symbols(conn, repo, parser="an older parser")
-    read = []
-    monkeypatch.setattr(modifies, "parse_file",
-                        lambda path, data, limits: read.append(data) or parse_file(path, data,
-                                                                                   limits))
+    parsed = []
+    for module in (code_ingest, modifies):
+        monkeypatch.setattr(module, "parse_file", lambda path, data, limits=None, _m=module: (
+            parsed.append((_m.__name__.rsplit(".", 1)[-1], data)) or parse_file(path, data,
+                                                                                limits)))
     ingested(conn, repo)
-    assert sorted(read) == sorted([SERVICE.encode(), (repo.path / "src/service.py").read_bytes()])
+    head_blob = (repo.path / "src/service.py").read_bytes()
+    assert sorted(parsed) == [("ingest", head_blob), ("modifies", SERVICE.encode())]
+    assert conn.execute("SELECT count(*) FROM commit_symbols_pending").fetchone() == (0,)
 
-    read.clear()
-    store_head_symbols(conn, repo)
+    parsed.clear()
     ingested(conn, repo, history_commits=10)  # other settings: the newest mapped again
-    assert read == [SERVICE.encode()]  # the first commit's blob only
+    assert parsed == [("modifies", SERVICE.encode())]  # the first commit's blob only
     assert modified(conn, head) == {("src/service.py", "load"): (5, 5, 1, 1)}
+
+
+def test_commits_stay_pending_until_the_code_layer_maps_them(conn, repo):
+    edited = edit(repo, "Load with a fallback", ("json.load(handle)", "json.load(handle) or {}"))
+    run = IngestRun("lumen", RepoConfig(path=repo.path), lambda: nullcontext(conn),
+                    IngestSettings(), repo.path.parent, utc_now(), print)
+    repo_ingest(run)  # the code layer fails or has not run yet
+    assert modified(conn, edited) == {}
+    assert len(conn.execute("SELECT sha FROM commit_symbols_pending").fetchall()) == 2
+    code_ingest.ingest(run)
+    assert modified(conn, edited) == {("src/service.py", "load"): (6, 6, 1, 1)}
+    assert conn.execute("SELECT count(*) FROM commit_symbols_pending").fetchone() == (0,)
 
 
 def test_modifies_edges_go_from_the_commit_to_the_symbols_still_at_the_head(conn, repo):
@@ -228,7 +242,8 @@ def test_excluded_code_has_no_rows_and_patterns_git_refuses_are_harmless(conn, r
     repo.commit("Vendored helpers", {"vendor/json5/parse.py": "def parse(text):\n    pass\n",
                                      "third/lib/util.py": "def util():\n    pass\n"})
     warnings = ingested(conn, repo, exclude=("third/*", "/abs/**", "../up/**", ""))
-    assert warnings == []
+    assert warnings == ["lumen/third/lib/util.py: skipped: excluded as vendored or built "
+                        "(pattern 'third/*')"]  # the code layer's, and no git error
     # vendor/ by the repository's exclude; third/lib/ matched by fnmatch's * though not git's
     assert {path for (path,) in conn.execute(
         "SELECT DISTINCT path FROM commit_symbols").fetchall()} == {"src/service.py"}

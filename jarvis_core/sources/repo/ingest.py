@@ -10,18 +10,14 @@ import duckdb
 from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.kind import Ingested, IngestRun, SourceUnreachable
 from jarvis_core.sources.plan import ItemCounts, failure_row
-from jarvis_core.sources.repo.code.ingest import code_settings_id
-from jarvis_core.sources.repo.code.modifies import (
-    modified_symbols,
-    stored_spans,
-    symbol_settings,
-)
+from jarvis_core.sources.repo.code.modifies import symbol_settings
 from jarvis_core.sources.repo.git import GitError, mirror
 from jarvis_core.sources.repo.settings import RepoConfig
 from jarvis_core.sources.repo.sync import RepoSync, StoredRepo, language, sync_repository
 from jarvis_core.sources.repo.tables import (
     COMMIT_FILES,
     COMMIT_SYMBOLS,
+    COMMIT_SYMBOLS_PENDING,
     COMMITS,
     REPO_DOCS,
     REPO_FILES,
@@ -83,15 +79,18 @@ def _commit_rows(source: str, sync: RepoSync, now: datetime) -> tuple[list[dict]
 
 
 def write_sync(conn: duckdb.DuckDBPyConnection, source: str, sync: RepoSync, branch: str,
-               now: datetime, symbol_rows: list[dict] = ()) -> None:
+               now: datetime) -> None:
     """Add what the sync read, remove what it found gone, replace files, failures, state;
-    ``symbol_rows`` are the symbols the commits of ``sync.symbol_commits`` modified."""
+    the commits of ``sync.symbol_commits`` are left for the code layer to map to symbols
+    (all of them again when the settings they are mapped with changed)."""
     commit_rows, file_rows = _commit_rows(source, sync, now)
+    reset = None if sync.symbols_reset else sync.removed_shas
     for table, key, remove, rows in (
         (COMMITS, "sha", sync.removed_shas, commit_rows),
         (COMMIT_FILES, "sha", sync.removed_shas, file_rows),
-        (COMMIT_SYMBOLS, "sha", None if sync.symbols_reset else sync.removed_shas,
-         symbol_rows),
+        (COMMIT_SYMBOLS, "sha", reset, []),
+        (COMMIT_SYMBOLS_PENDING, "sha", reset,
+         [{"source": source, "sha": sha} for sha in sync.symbol_commits]),
         (REPO_DOCS, "path", sync.removed_docs, [{"source": source, **doc} for doc in sync.docs]),
         (REPO_KNOWLEDGE, "path", sync.removed_knowledge,
          [{"source": source, **row} for row in sync.knowledge]),
@@ -113,9 +112,8 @@ def write_sync(conn: duckdb.DuckDBPyConnection, source: str, sync: RepoSync, bra
 
 def repository_figures(conn: duckdb.DuckDBPyConnection, source: str) -> dict:
     """Stored totals of a repository, with files by language and commits by author."""
-    commits, symbols, files, docs, failed = conn.execute(
+    commits, files, docs, failed = conn.execute(
         "SELECT (SELECT count(*) FROM commits WHERE source = $1), "
-        "(SELECT count(*) FROM commit_symbols WHERE source = $1), "
         "(SELECT count(*) FROM repo_files WHERE source = $1), "
         "(SELECT count(*) FROM repo_docs WHERE source = $1), "
         "(SELECT count(*) FROM ingest_failures WHERE source = $1)", [source]).fetchone()
@@ -125,7 +123,7 @@ def repository_figures(conn: duckdb.DuckDBPyConnection, source: str) -> dict:
     authors = conn.execute(
         "SELECT lower(author_email), count(*) FROM commits WHERE source = ? "
         "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 15", [source]).fetchall()
-    return {"commits": commits, "commit_symbols": symbols, "repo_files": files,
+    return {"commits": commits, "repo_files": files,
             "repo_docs": docs, "failed": failed,
             "files_by_language": dict(languages), "commits_by_author": dict(authors)}
 
@@ -180,21 +178,9 @@ def ingest(run: IngestRun) -> Ingested:
         raise SourceUnreachable(str(exc)) from exc
     watch.lap("read")
     _warn_sync(run, sync, stored.head)
-
-    def spans_at_head(versions):
-        with run.connect() as conn:
-            return stored_spans(conn, source, versions, code_settings_id(repo))
-
-    symbol_rows, undiffed = modified_symbols(destination, source, sync.symbol_commits,
-                                             repo.code, repo.exclude, spans_at_head)
-    if undiffed:
-        sha, reason = undiffed[0]
-        run.warn(f"{source}: the symbols {len(undiffed)} commits modified are unknown, git "
-                 f"could not diff them (commit {sha[:12]}: {reason})")
-    watch.lap("symbols")
     with run.connect() as conn:
         if not sync.unchanged:
-            write_sync(conn, source, sync, repo.branch, run.now, symbol_rows)
+            write_sync(conn, source, sync, repo.branch, run.now)
         figures = repository_figures(conn, source)
     watch.lap("write")
     return Ingested(
@@ -204,8 +190,7 @@ def ingest(run: IngestRun) -> Ingested:
                   "date": c.authored_at.isoformat(), "subject": c.subject,
                   "files": len(c.files)} for c in sync.new_commits],
         preview_columns=("sha", "author", "date", "subject", "files"),
-        figures={**{key: figures[key] for key in ("commits", "commit_symbols", "repo_files",
-                                                  "repo_docs")},
+        figures={**{key: figures[key] for key in ("commits", "repo_files", "repo_docs")},
                  "head": sync.head, "branch": repo.branch, "checkout": cloned,
                  "shallow": sync.shallow, "history_rewritten": sync.rewritten},
         tables={"files_by_language": figures["files_by_language"],

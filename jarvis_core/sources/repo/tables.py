@@ -31,6 +31,13 @@ COMMIT_SYMBOLS = Table("commit_symbols", pl.Schema({
     "start_line": pl.Int32, "end_line": pl.Int32, "additions": pl.Int32, "deletions": pl.Int32,
 }), ("source", "sha", "path", "symbol_id"))
 
+# The commits whose modified symbols are still to be found: listed by the raw repository
+# layer as it reads them, mapped by the code layer after it has parsed the head (so a blob at
+# the head is parsed once), and kept until then, whatever fails in between.
+COMMIT_SYMBOLS_PENDING = Table("commit_symbols_pending", pl.Schema({
+    "source": pl.Utf8, "sha": pl.Utf8,
+}), ("source", "sha"))
+
 REPO_FILES = Table("repo_files", pl.Schema({
     "source": pl.Utf8, "path": pl.Utf8, "language": pl.Utf8, "size_bytes": pl.Int64,
     "blob_sha": pl.Utf8,
@@ -51,5 +58,5 @@ REPO_STATE = Table("repo_state", pl.Schema({
     "commit_count": pl.Int64, "settings": pl.Utf8, "ingested_at": pl.Datetime("us"),
 }), ("source",))
 
-TABLES = (COMMITS, COMMIT_FILES, COMMIT_SYMBOLS, REPO_FILES, REPO_DOCS, REPO_KNOWLEDGE,
-          REPO_STATE, *CODE_TABLES)
+TABLES = (COMMITS, COMMIT_FILES, COMMIT_SYMBOLS, COMMIT_SYMBOLS_PENDING, REPO_FILES,
+          REPO_DOCS, REPO_KNOWLEDGE, REPO_STATE, *CODE_TABLES)

@@ -7,6 +7,10 @@ parsed again, a file no longer at the head (or newly excluded) leaves the code t
 a change of the code settings or of the parser re-parses every file. Blobs are read and
 parsed in batches, so memory follows the batch, not the repository. A file that cannot be
 parsed cleanly is stored with its status and reason, never failing the source.
+
+Then the commits the raw layer left pending get the symbols they modified
+(``modifies.py``): after the head's parse, so the file versions still at the head are read
+from the code tables instead of being parsed a second time.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from jarvis_core.sources.kind import Ingested, IngestRun
 from jarvis_core.sources.plan import ItemCounts
 from jarvis_core.sources.repo.code.languages import grammar_for, language_name
 from jarvis_core.sources.repo.code.model import PARSED, ParsedFile
+from jarvis_core.sources.repo.code.modifies import modified_symbols, stored_spans
 from jarvis_core.sources.repo.code.parse import PARSER_VERSION, parse_file
 from jarvis_core.sources.repo.code.tables import (
     CODE_FILES,
@@ -31,6 +36,7 @@ from jarvis_core.sources.repo.code.tables import (
     CODE_TABLES,
 )
 from jarvis_core.sources.repo.git import read_blobs
+from jarvis_core.sources.repo.tables import COMMIT_SYMBOLS, COMMIT_SYMBOLS_PENDING
 from jarvis_core.stores import tables
 
 BLOB_BATCH = 500  # files read from git and parsed per batch
@@ -122,6 +128,32 @@ def code_figures(conn: duckdb.DuckDBPyConnection, source: str) -> dict:
     }
 
 
+def map_pending_commits(run: IngestRun, checkout, settings_id: str) -> None:
+    """The symbols the pending commits modified into ``commit_symbols``; a commit leaves the
+    pending list only with its rows written, so a failed run maps it again."""
+    source, repo = run.source, run.settings
+    with run.connect() as conn:
+        pending = [sha for (sha,) in conn.execute(
+            "SELECT sha FROM commit_symbols_pending WHERE source = ?", [source]).fetchall()]
+    if not pending:
+        return
+
+    def spans_at_head(versions):
+        with run.connect() as conn:
+            return stored_spans(conn, source, versions, settings_id)
+
+    rows, undiffed = modified_symbols(checkout, source, pending, repo.code, repo.exclude,
+                                      spans_at_head)
+    if undiffed:
+        sha, reason = undiffed[0]
+        run.warn(f"{source}: the symbols {len(undiffed)} commits modified are unknown, git "
+                 f"could not diff them (commit {sha[:12]}: {reason})")
+    with run.connect() as conn:
+        for table, table_rows in ((COMMIT_SYMBOLS, rows), (COMMIT_SYMBOLS_PENDING, [])):
+            tables.replace_rows(conn, table, source=source, remove_paths=pending,
+                                rows=table_rows, key_column="sha")
+
+
 def ingest(run: IngestRun) -> Ingested:
     """Parse the files at the head whose blob is not parsed yet; drop the files gone."""
     source, repo, watch = run.source, run.settings, Stopwatch()
@@ -154,13 +186,17 @@ def ingest(run: IngestRun) -> Ingested:
                 run.warn(f"{source}/{row['path']}: {row['status']}: {row['reason']}")
         with run.connect() as conn:
             write_batch(conn, source, [path for path, _ in batch], rows)
-    watch.lap("parse")
     with run.connect() as conn:
         tables.replace_rows(conn, CODE_STATE, source=source, remove_paths=None,
                             rows=[{"source": source, "settings": settings_id}])
+    watch.lap("parse")
+    map_pending_commits(run, checkout, settings_id)
+    watch.lap("commit_symbols")
+    with run.connect() as conn:
         figures = code_figures(conn, source)
         totals = conn.execute("SELECT (SELECT count(*) FROM code_files WHERE source = $1), "
-                              "(SELECT count(*) FROM code_symbols WHERE source = $1)",
+                              "(SELECT count(*) FROM code_symbols WHERE source = $1), "
+                              "(SELECT count(*) FROM commit_symbols WHERE source = $1)",
                               [source]).fetchone()
     changed = sum(1 for path, _ in todo if path in stored)
     counts = ItemCounts(new=len(todo) - changed, changed=changed,
@@ -170,6 +206,7 @@ def ingest(run: IngestRun) -> Ingested:
         counts=counts.as_dict(), rows=totals[1], location=str(checkout),
         preview=figures["not_parsed"], preview_columns=("path", "status", "reason"),
         figures={"code_files": totals[0], "code_symbols": totals[1],
+                 "commit_symbols": totals[2],
                  "partial": figures["files_by_status"].get("partial", 0),
                  "skipped": figures["files_by_status"].get("skipped", 0)},
         tables={"files_by_language": figures["files_by_language"],
