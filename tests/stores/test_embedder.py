@@ -11,9 +11,11 @@ from jarvis_bench.embed import run_embed_benchmark, synthetic_chunks
 from jarvis_core import embedding_backends as backends
 from jarvis_core.embedding_backends import (
     AUTO,
+    BACKENDS,
     OPENVINO,
     OPENVINO_BF16,
     TORCH_BF16,
+    TORCH_FP16,
     TORCH_FP32,
     backend_problem,
     choose_backend,
@@ -223,7 +225,9 @@ def test_benchmark_reports_every_backend_as_json(cache_dir):
                                                        cache_dir=cache_dir, tuning=False)))
     assert report["default_backend"] == report["auto_choice"]["backend"] == \
         choose_backend(AUTO).backend
-    assert set(report["backends"]) == {TORCH_FP32, TORCH_BF16, OPENVINO, OPENVINO_BF16, AUTO}
+    assert set(report["backends"]) == {*BACKENDS, AUTO}
+    assert report["backends"][TORCH_FP16] == {  # a GPU's backend, listed as out of reach here
+        "available": False, "reason": backend_problem(TORCH_FP16)}
     reference = report["backends"][TORCH_FP32]
     assert reference["chunks_per_s"] > 0 and reference["top10_overlap"] == 1.0
     assert report["backends"][AUTO]["mean_cosine"] >= 0.999 and report["default_vs_fastest"] > 0
