@@ -20,6 +20,7 @@ from jarvis_core.embedding_backends import (
     backend_problem,
     choose_backend,
 )
+from jarvis_core.embedding_devices import DeviceError
 from jarvis_core.text import openvino_backend
 from jarvis_core.text.embedder import Embedder, EmbeddingModelError
 from jarvis_core.text.openvino_backend import SETTINGS_FILE, conversion_key, converted_encoder
@@ -55,6 +56,17 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def test_reports_the_model_shape(fp32):
     assert (fp32.model, fp32.backend, fp32.dimension, fp32.max_tokens) == (
         MODEL, TORCH_FP32, 384, 256)
+
+
+def test_device_auto_embeds_on_the_cpu_here_as_device_cpu_does(cache_dir):
+    """This machine has no GPU: auto takes the CPU, its batch of 32 and the same vectors; a
+    named GPU is an error naming the setting, before any model loads."""
+    auto = Embedder(MODEL, device="auto", cache_dir=cache_dir)
+    cpu = Embedder(MODEL, device="cpu", batch_size=5, cache_dir=cache_dir)
+    assert (auto.device, auto.batch_size, auto.backend) == ("cpu", 32, cpu.backend)
+    np.testing.assert_allclose(auto.embed(TEXTS), cpu.embed(TEXTS), atol=1e-5)
+    with pytest.raises(DeviceError, match="embedding.device: 'cuda' is not a device here"):
+        Embedder(MODEL, device="cuda", cache_dir=cache_dir)
 
 
 def test_embeddings_are_unit_length_float32_rows(fp32):
