@@ -5,9 +5,10 @@ Finding them must stay cheap, because the refresh decides the vectors' precision
 their collection) in every process, a no-op refresh included: a library is asked only where a
 driver for its kind of GPU is present (an NVIDIA or ROCm driver for torch's CUDA, an Intel
 render node for OpenVINO's GPU plugin), so a machine without one imports neither torch nor
-OpenVINO to learn it (about 40 microseconds, against 1.4 s to import torch and 0.23 s to
-import OpenVINO and list its devices). The query side never asks: it encodes queries on the
-CPU.
+OpenVINO to learn it (0.2 ms, against 1.4 s to import torch and 0.23 s to import OpenVINO
+and list its devices); where one is, the answer is kept per boot in the user's cache, so
+only the first process after a boot or a driver or library change pays for asking. The query
+side never asks: it encodes queries on the CPU.
 
 ``choose_device`` is a pure function of what ``discover`` found, so the choice is tested on
 a machine without a GPU.
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 import functools
 import glob
+import json
+import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -37,7 +40,13 @@ GPU_BATCH_BOUNDS = (64, 512)
 GPU_BATCH_PER_GIB = 16
 NVIDIA_DRIVER = Path("/proc/driver/nvidia/version")
 ROCM_DRIVER = Path("/dev/kfd")
+RENDER_NODE_VENDORS = "/sys/class/drm/renderD*/device/vendor"
 INTEL_VENDOR = "0x8086"
+NO_GPU_DRIVER = "no GPU driver (NVIDIA, ROCm) and no Intel GPU render node"
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+VISIBLE_DEVICES_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
+                       "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
+DISCOVERY_FILE = "devices.json"
 
 
 class DeviceError(ValueError):
@@ -116,28 +125,83 @@ def choose_device(requested: str, discovery: Discovery,
 
 @functools.lru_cache(maxsize=1)
 def discover() -> Discovery:
-    """The accelerators torch and OpenVINO see here, once per process."""
-    cuda, cuda_note = _cuda_devices()
-    gpus, gpu_note = _openvino_gpus()
-    return Discovery(accelerators=(*cuda, *gpus),
-                     notes=tuple(note for note in (cuda_note, gpu_note) if note))
-
-
-def _cuda_devices() -> tuple[list[Accelerator], str | None]:
-    """CUDA devices as torch sees them (ROCm's too: torch names them cuda), asked only where
-    a GPU driver is present and torch is a build that could use it."""
-    if not (NVIDIA_DRIVER.exists() or ROCM_DRIVER.exists() or sys.platform == "win32"):
-        return [], "CUDA: no NVIDIA or ROCm driver"
-    if find_spec("torch") is None:
-        return [], "CUDA: torch is not installed"
-    from importlib.metadata import PackageNotFoundError, version  # 23 ms: only here
-
+    """The accelerators torch and OpenVINO see here, once per process. Where a GPU driver is
+    present asking costs seconds (importing torch, starting CUDA), so the answer is kept in
+    the user's cache for as long as the boot, the drivers, the library versions and the
+    visible devices stay the same."""
+    machine = _gpu_machine()
+    if machine is None:
+        return Discovery(notes=(NO_GPU_DRIVER,))
+    memo = user_cache_dir() / DISCOVERY_FILE
     try:
-        build = version("torch")
-    except PackageNotFoundError:
-        build = ""
-    if build.endswith("+cpu"):
-        return [], f"CUDA: torch {build} is a CPU-only build"
+        saved = json.loads(memo.read_text())
+        if saved["machine"] == machine:
+            return Discovery(tuple(Accelerator(**found) for found in saved["accelerators"]),
+                             tuple(saved["notes"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # none kept yet, or kept by another release: ask again
+    cuda, cuda_note = _cuda_devices(machine)
+    gpus, gpu_note = _openvino_gpus(machine)
+    found = Discovery(accelerators=(*cuda, *gpus),
+                      notes=tuple(note for note in (cuda_note, gpu_note) if note))
+    if machine.get("boot"):  # without a boot id a changed GPU could not be told
+        _keep(memo, {"machine": machine, "notes": list(found.notes),
+                     "accelerators": [asdict(accelerator) for accelerator in found.accelerators]})
+    return found
+
+
+def user_cache_dir() -> Path:
+    """The user's cache of Jarvis (``$XDG_CACHE_HOME/jarvis``): converted models when the
+    caller names no directory, the devices found."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "jarvis"
+
+
+def _gpu_machine() -> dict | None:
+    """What decides the devices found, read without asking a library: the drivers, the boot,
+    the library versions, the devices made visible; None where no GPU driver is present."""
+    nvidia = NVIDIA_DRIVER.read_text() if NVIDIA_DRIVER.exists() else ""
+    intel = [vendor for vendor in sorted(glob.glob(RENDER_NODE_VENDORS))
+             if Path(vendor).read_text().strip() == INTEL_VENDOR]
+    if not (nvidia or ROCM_DRIVER.exists() or intel or sys.platform == "win32"):
+        return None
+    return {"boot": BOOT_ID.read_text().strip() if BOOT_ID.exists() else None,
+            "nvidia": nvidia, "rocm": ROCM_DRIVER.exists(), "intel": intel,
+            "visible": {name: os.environ.get(name) for name in VISIBLE_DEVICES_ENV},
+            "torch": _installed("torch"), "openvino": _installed("openvino")}
+
+
+def _installed(package: str) -> str | None:
+    """Where ``package`` is and when it was written there, which every install changes
+    (0.1 ms, where importlib.metadata takes 20 to 100 ms to import); None if it is not."""
+    spec = find_spec(package)
+    if spec is None or not spec.origin:
+        return None
+    return f"{spec.origin}@{os.stat(spec.origin).st_mtime_ns}"
+
+
+def _keep(memo: Path, found: dict) -> None:
+    """Write the devices found for the next process; a cache that cannot be written only
+    costs the next process the asking."""
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        partial = memo.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(found))
+        partial.replace(memo)
+    except OSError:
+        pass
+
+
+def _cuda_devices(machine: dict) -> tuple[list[Accelerator], str | None]:
+    """CUDA devices as torch sees them (ROCm's too: torch names them cuda), asked only where
+    their driver is present and torch is a build that could use them."""
+    if not (machine["nvidia"] or machine["rocm"] or sys.platform == "win32"):
+        return [], "CUDA: no NVIDIA or ROCm driver"
+    if machine["torch"] is None:
+        return [], "CUDA: torch is not installed"
+    from importlib.metadata import version
+
+    if version("torch").endswith("+cpu"):
+        return [], f"CUDA: torch {version('torch')} is a CPU-only build"
     try:
         import torch
 
@@ -150,14 +214,12 @@ def _cuda_devices() -> tuple[list[Accelerator], str | None]:
         return [], f"CUDA: torch failed to list devices: {exc}"
 
 
-def _openvino_gpus() -> tuple[list[Accelerator], str | None]:
+def _openvino_gpus(machine: dict) -> tuple[list[Accelerator], str | None]:
     """Intel GPUs as OpenVINO's GPU plugin sees them, asked only where an Intel render node
-    is present (OpenVINO's GPU plugin drives Intel GPUs only)."""
-    intel = any(Path(vendor).read_text().strip() == INTEL_VENDOR
-                for vendor in glob.glob("/sys/class/drm/renderD*/device/vendor"))
-    if not (intel or sys.platform == "win32"):
+    is present (the plugin drives Intel GPUs only)."""
+    if not (machine["intel"] or sys.platform == "win32"):
         return [], "OpenVINO GPU: no Intel GPU render node"
-    if find_spec("openvino") is None:
+    if machine["openvino"] is None:
         return [], "OpenVINO GPU: the openvino package is not installed"
     try:
         core = import_openvino().Core()

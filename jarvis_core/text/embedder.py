@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from jarvis_core.embedding_backends import (
     backend_problem,
     choose_backend,
 )
-from jarvis_core.embedding_devices import CPU
+from jarvis_core.embedding_devices import CPU, user_cache_dir
 from jarvis_core.settings import DEFAULT_MODEL
 from jarvis_core.text.openvino_backend import (
     BatchEncoder,
@@ -59,11 +58,6 @@ def shared_embedder(model: str, *, backend: str = AUTO, device: str = CPU,
     and every step reuse it instead of loading the weights again."""
     return Embedder(model, backend=backend, device=device, batch_size=batch_size,
                     cache_dir=cache_dir)
-
-
-def default_cache_dir() -> Path:
-    """Where converted models are kept when the caller names no directory."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "jarvis"
 
 
 class Embedder:
@@ -95,7 +89,7 @@ class Embedder:
         self.batch_size = batch_size or choice.default_batch_size
         self.reason = choice.reason
         model_dir = resolve_model_dir(model)
-        cache = Path(cache_dir) if cache_dir else default_cache_dir()
+        cache = Path(cache_dir) if cache_dir else user_cache_dir()
         if choice.backend in OPENVINO_BACKENDS:
             converted = _converted(model, model_dir, cache, choice)
             if converted is not None:

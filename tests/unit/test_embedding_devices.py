@@ -4,12 +4,14 @@ discovery they would make (CUDA present or not, an Intel GPU, a named device mis
 this machine finds no GPU without importing torch or OpenVINO is tested for real."""
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from jarvis_core import embedding_backends as backends
+from jarvis_core import embedding_devices as devices
 from jarvis_core.embedding_backends import (
     AUTO,
     OPENVINO,
@@ -124,13 +126,54 @@ def test_a_gpu_fills_its_own_collection_and_a_configured_batch_size_is_kept(
     assert (pinned_collection, pinned_settings) == (gpu_collection, gpu_settings)
 
 
-def test_on_this_machine_auto_finds_no_gpu_without_importing_torch_or_openvino():
+def test_on_this_machine_auto_finds_no_gpu_without_importing_torch_or_openvino(tmp_path):
     """This machine has no GPU: auto embeds on the CPU, and learning that imported neither
-    library (a no-op refresh decides the precision in every process)."""
+    library (a no-op refresh decides the precision in every process), with no devices kept
+    from an earlier process to answer instead."""
     probe = ("import json, sys; from jarvis_core.embedding_backends import choose_backend; "
              "choice = choose_backend('auto', 'auto'); "
              "print(json.dumps([choice.device, choice.default_batch_size, "
              "[name for name in ('torch', 'openvino') if name in sys.modules]]))")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                            check=True)
+                            check=True, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
     assert json.loads(result.stdout) == ["cpu", 32, []]
+
+
+@pytest.fixture
+def nvidia_machine(tmp_path, monkeypatch):
+    """An NVIDIA driver and a boot id (files of the test's), the user's cache under
+    tmp_path, and torch's answer (a probe that counts how often it is asked) in place of
+    importing torch: returns the driver file, the boot file and the list of askings."""
+    driver, boot = tmp_path / "nvidia-version", tmp_path / "boot_id"
+    driver.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14\n")
+    boot.write_text("boot-1\n")
+    monkeypatch.setattr(devices, "NVIDIA_DRIVER", driver)
+    monkeypatch.setattr(devices, "BOOT_ID", boot)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    asked = []
+    monkeypatch.setattr(devices, "_cuda_devices",
+                        lambda machine: asked.append(machine) or ([A100], None))
+    yield driver, boot, asked
+    devices.discover.cache_clear()
+
+
+def test_where_a_gpu_driver_is_present_the_devices_found_are_kept_until_the_machine_changes(
+        nvidia_machine, monkeypatch):
+    """Asking torch costs seconds, in every refresh process: the answer is kept in the
+    user's cache, and asked again after a reboot, a driver change or other visible devices."""
+    driver, boot, asked = nvidia_machine
+
+    def found_by_a_new_process() -> Discovery:
+        devices.discover.cache_clear()
+        return devices.discover()
+
+    assert found_by_a_new_process().accelerators == (A100,)
+    assert found_by_a_new_process().accelerators == (A100,) and len(asked) == 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    found_by_a_new_process()
+    driver.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  555.42.02\n")
+    found_by_a_new_process()
+    boot.write_text("boot-2\n")
+    found_by_a_new_process()
+    assert found_by_a_new_process().accelerators == (A100,) and len(asked) == 4
