@@ -32,6 +32,7 @@ from jarvis_core.embedding_devices import (
     Accelerator,
     Discovery,
     choose_device,
+    device_kind,
     discover,
 )
 
@@ -120,7 +121,7 @@ def backend_problem(backend: str, device: str = CPU) -> str | None:
     if backend not in BACKENDS:
         return f"unknown backend, choose one of: {', '.join((AUTO, *BACKENDS))}"
     if device != CPU:
-        return None if ACCELERATED.get(backend) == Accelerator(device, "").kind else (
+        return None if ACCELERATED.get(backend) == device_kind(device) else (
             f"it does not run on {device!r}, it {_runs_on(backend)}")
     if backend in ACCELERATOR_ONLY:
         return f"it {_runs_on(backend)}, and none was found or named in embedding.device"

@@ -64,7 +64,7 @@ class Accelerator:
 
     @property
     def kind(self) -> str:
-        return CUDA if self.device.startswith(CUDA) else OPENVINO_GPU
+        return device_kind(self.device)
 
     @property
     def batch_size(self) -> int:
@@ -97,6 +97,14 @@ class Discovery:
     def describe(self) -> str:
         found = [accelerator.describe() for accelerator in self.accelerators]
         return "; ".join([*found, *self.notes]) or "no accelerator"
+
+
+def device_kind(device: str) -> str:
+    """``cpu``, ``cuda`` or ``GPU``: what drives ``device`` (``cuda:1`` is torch's CUDA,
+    ``GPU.1`` OpenVINO's GPU plugin)."""
+    if device == CPU:
+        return CPU
+    return CUDA if device.startswith(CUDA) else OPENVINO_GPU
 
 
 def valid_device(device: str) -> str:

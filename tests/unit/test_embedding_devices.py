@@ -26,6 +26,7 @@ from jarvis_core.embedding_backends import (
 from jarvis_core.embedding_devices import Accelerator, DeviceError, Discovery
 from jarvis_core.pending import settings_fingerprint
 from jarvis_core.settings import ConfigError
+from jarvis_pipeline.refresh import run_refresh
 from jarvis_resources import build_resources
 from tests.pipeline_helpers import write_config
 
@@ -177,3 +178,14 @@ def test_where_a_gpu_driver_is_present_the_devices_found_are_kept_until_the_mach
     boot.write_text("boot-2\n")
     found_by_a_new_process()
     assert found_by_a_new_process().accelerators == (A100,) and len(asked) == 4
+
+
+def test_a_refresh_with_a_device_that_is_not_here_stops_before_any_run(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "note.md").write_text("# A note\n\nEmbedded on a GPU that is not there.\n")
+    config = write_config(tmp_path / "project", {"notes": vault},
+                          embedding={"device": "cuda:99"})
+    with pytest.raises(DeviceError, match="embedding.device: 'cuda:99' is not a device here"):
+        run_refresh(config)
+    assert not config.duckdb_path.exists()
