@@ -47,6 +47,7 @@ BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 VISIBLE_DEVICES_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
                        "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
 DISCOVERY_FILE = "devices.json"
+LISTING_FAILED = "listing the devices failed"  # perhaps for a moment: never kept
 
 
 class DeviceError(ValueError):
@@ -152,7 +153,8 @@ def discover() -> Discovery:
     gpus, gpu_note = _openvino_gpus(machine)
     found = Discovery(accelerators=(*cuda, *gpus),
                       notes=tuple(note for note in (cuda_note, gpu_note) if note))
-    if machine.get("boot"):  # without a boot id a changed GPU could not be told
+    failed = any(LISTING_FAILED in note for note in found.notes)
+    if machine.get("boot") and not failed:  # without a boot id a new GPU could not be told
         _keep(memo, {"machine": machine, "notes": list(found.notes),
                      "accelerators": [asdict(accelerator) for accelerator in found.accelerators]})
     return found
@@ -219,7 +221,7 @@ def _cuda_devices(machine: dict) -> tuple[list[Accelerator], str | None]:
                 for index in range(torch.cuda.device_count())
                 for properties in (torch.cuda.get_device_properties(index),)], None
     except Exception as exc:  # a driver and torch that do not agree: embed on the CPU
-        return [], f"CUDA: torch failed to list devices: {exc}"
+        return [], f"CUDA: {LISTING_FAILED} by torch: {exc}"
 
 
 def _openvino_gpus(machine: dict) -> tuple[list[Accelerator], str | None]:
@@ -236,7 +238,7 @@ def _openvino_gpus(machine: dict) -> tuple[list[Accelerator], str | None]:
                              core.get_property(device, "GPU_DEVICE_TOTAL_MEM_SIZE")))
                 for device in core.available_devices if device.startswith(OPENVINO_GPU)]
     except Exception as exc:  # the GPU plugin or its driver failed: embed on the CPU
-        return [], f"OpenVINO GPU: listing devices failed: {exc}"
+        return [], f"OpenVINO GPU: {LISTING_FAILED} by OpenVINO: {exc}"
     if not gpus:
         return [], "OpenVINO GPU: OpenVINO sees no GPU"
     discrete_first = sorted(gpus, key=lambda gpu: "DISCRETE" not in str(gpu[0]))

@@ -180,6 +180,17 @@ def test_where_a_gpu_driver_is_present_the_devices_found_are_kept_until_the_mach
     assert found_by_a_new_process().accelerators == (A100,) and len(asked) == 4
 
 
+def test_a_listing_that_failed_is_not_kept(nvidia_machine, monkeypatch):
+    """A driver that failed for a moment must not leave the machine on the CPU until reboot."""
+    asked = nvidia_machine[2]
+    monkeypatch.setattr(devices, "_cuda_devices", lambda machine: asked.append(machine) or (
+        [], f"CUDA: {devices.LISTING_FAILED} by torch: CUDA driver initialization failed"))
+    for _ in range(2):
+        devices.discover.cache_clear()
+        assert devices.discover().accelerators == ()
+    assert len(asked) == 2
+
+
 def test_a_refresh_with_a_device_that_is_not_here_stops_before_any_run(tmp_path):
     vault = tmp_path / "vault"
     vault.mkdir()
