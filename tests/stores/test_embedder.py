@@ -20,7 +20,7 @@ from jarvis_core.embedding_backends import (
     backend_problem,
     choose_backend,
 )
-from jarvis_core.embedding_devices import DeviceError
+from jarvis_core.embedding_devices import DeviceError, discover
 from jarvis_core.text import openvino_backend
 from jarvis_core.text.embedder import Embedder, EmbeddingModelError
 from jarvis_core.text.openvino_backend import SETTINGS_FILE, conversion_key, converted_encoder
@@ -169,6 +169,17 @@ def test_a_cache_the_tokenizer_cannot_be_saved_in_still_embeds(fp32, cache_dir, 
     embedder = Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)
     assert not settings.exists() and not list(settings.parent.glob(".*"))
     assert cosines(embedder.embed(TEXTS), fp32.embed(TEXTS)).min() >= 0.999
+
+
+@pytest.mark.skipif(bool(backend_problem(OPENVINO)),
+                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+@pytest.mark.skipif(discover().find("GPU") is not None, reason="an Intel GPU is here")
+def test_the_converted_model_is_compiled_for_the_device_it_is_given(cache_dir):
+    """The GPU found reaches OpenVINO's compiler: here, without a GPU, OpenVINO itself
+    refuses GPU.0 (its GPU plugin finds no OpenCL), where it would compile for the CPU."""
+    Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)  # converted, tokenizer saved
+    with pytest.raises(RuntimeError, match="intel_gpu_plugin|GPU"):
+        converted_encoder(resolve_model_dir(MODEL), cache_dir, "f16", "GPU.0")
 
 
 @pytest.mark.parametrize("damage", ["settings", "tokenizer"])
