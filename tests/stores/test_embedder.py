@@ -20,7 +20,7 @@ from jarvis_core.embedding_backends import (
     backend_problem,
     choose_backend,
 )
-from jarvis_core.embedding_devices import DeviceError, discover
+from jarvis_core.embedding_devices import Accelerator, DeviceError, Discovery, discover
 from jarvis_core.text import openvino_backend
 from jarvis_core.text.embedder import Embedder, EmbeddingModelError
 from jarvis_core.text.openvino_backend import SETTINGS_FILE, conversion_key, converted_encoder
@@ -180,6 +180,16 @@ def test_the_converted_model_is_compiled_for_the_device_it_is_given(cache_dir):
     Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)  # converted, tokenizer saved
     with pytest.raises(RuntimeError, match="intel_gpu_plugin|GPU"):
         converted_encoder(resolve_model_dir(MODEL), cache_dir, "f16", "GPU.0")
+
+
+@pytest.mark.skipif(discover().find("cuda") is not None, reason="a CUDA device is here")
+def test_a_cuda_device_found_reaches_torch(cache_dir, monkeypatch):
+    """With a CUDA device found, auto loads the model onto it for torch in float16: here
+    torch, a CPU-only build, refuses it, where it would load on the CPU."""
+    monkeypatch.setattr(backends, "discover",
+                        lambda: Discovery((Accelerator("cuda:0", "a GPU", 8 * 2**30),)))
+    with pytest.raises(EmbeddingModelError, match="not compiled with CUDA"):
+        Embedder(MODEL, device="auto", cache_dir=cache_dir)
 
 
 @pytest.mark.parametrize("damage", ["settings", "tokenizer"])
