@@ -192,6 +192,20 @@ def test_a_cuda_device_found_reaches_torch(cache_dir, monkeypatch):
         Embedder(MODEL, device="auto", cache_dir=cache_dir)
 
 
+def test_float16_vectors_are_the_float32_vectors(fp32):
+    """torch-fp16 runs on a CUDA device only; its vectors are checked on the CPU, where
+    torch emulates float16 (slowly, so auto never takes it there)."""
+    import torch
+
+    from jarvis_core.text.embedder import _load_sentence_model, _torch_encoder
+
+    sentence_model = _load_sentence_model(MODEL, resolve_model_dir(MODEL), "cpu")
+    [vectors] = _torch_encoder(sentence_model, TORCH_FP16)([TEXTS], "")
+    assert next(sentence_model.parameters()).dtype == torch.float16
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert cosines(unit, fp32.embed(TEXTS)).min() >= 0.99999
+
+
 @pytest.mark.parametrize("damage", ["settings", "tokenizer"])
 def test_a_damaged_saved_tokenizer_means_loading_the_model(tmp_path, damage):
     model_dir = resolve_model_dir(MODEL)
