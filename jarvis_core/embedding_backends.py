@@ -191,7 +191,7 @@ def _device_reason(requested: str, accelerator: Accelerator | None,
         how = "found by auto" if requested == AUTO else "named in embedding.device"
         return f"on {accelerator.describe()}, {how}"
     if requested == CPU:
-        return "on the CPU, as embedding.device says"
+        return "on the CPU, as asked"
     return f"on the CPU, no GPU found: {discovery.describe()}"
 
 
