@@ -33,7 +33,8 @@ from jarvis_core.embedding_backends import (
     choose_backend,
     cpu_bf16_flags,
 )
-from jarvis_core.text.embedder import Embedder, default_cache_dir
+from jarvis_core.embedding_devices import user_cache_dir
+from jarvis_core.text.embedder import Embedder
 from jarvis_core.text.embedding_cache import CachedEmbedder, cache_file
 from jarvis_core.text.tokens import token_counter
 
@@ -154,7 +155,7 @@ def run_embed_benchmark(
                                         result["chunk_tokens"]["mean"])
         if choice.backend in OPENVINO_BACKENDS:
             result["openvino_settings"] = openvino_settings(
-                model, cache_dir or default_cache_dir(), chunks, choice.precision)
+                model, cache_dir or user_cache_dir(), chunks, choice.precision)
     if scifact is not None:  # float32 OpenVINO is torch-fp32 within 1e-7 and 3x faster
         result["scifact"] = scifact_quality(
             scifact, config, {name: embedders[name] for name in BACKENDS if name in embedders

@@ -32,14 +32,16 @@ LAYERS_VERSION = 3
 def settings_fingerprint(config: JarvisConfig) -> str:
     """Everything that shapes what the layers hold: the configuration (sources and their
     settings, chunking, the model and the precision it computes in here, graph, analytics,
-    limits) and ``LAYERS_VERSION``;
-    schedules, the Dagster instance's storages and credentials do not."""
+    limits) and ``LAYERS_VERSION``; schedules, the device and batch size (speed only), the
+    Dagster instance's storages and credentials do not."""
     shaping = config.model_dump(mode="json", exclude=_NOT_SHAPING)
     shaping["layers"] = LAYERS_VERSION
+    for speed_only in ("device", "batch_size"):  # the precision they lead to is added below
+        del shaping["embedding"][speed_only]
     precision = choose_backend(config.embedding.backend, config.embedding.device).precision
     if precision != F32:  # float32, all that earlier releases embedded in, leaves it as it was
-        # ``auto`` on another CPU (or a new release) may embed in another precision: a new
-        # collection, so every source runs to fill it.
+        # ``auto`` on another CPU or device (or a new release) may embed in another
+        # precision: a new collection, so every source runs to fill it.
         shaping["embedding"]["precision"] = precision
     shaping["kinds"] = {name: config.source_kind(name) for name in config.source_names}
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]

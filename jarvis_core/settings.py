@@ -21,6 +21,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from jarvis_core.embedding_devices import valid_device
+
 CONFIG_ENV = "JARVIS_CONFIG"
 HOME_ENV = "JARVIS_HOME"
 QDRANT_URL_ENV = "QDRANT_URL"
@@ -99,10 +101,13 @@ class EmbeddingSettings(Strict):
     """The sentence-transformers model: a Hugging Face id or a local directory."""
 
     model: str = DEFAULT_MODEL
-    device: str = "cpu"
-    batch_size: int = Field(default=32, gt=0)
+    # jarvis_core/embedding_devices.py: auto takes a GPU torch or OpenVINO finds, else the CPU
+    device: Annotated[str, AfterValidator(valid_device)] = "auto"
+    batch_size: int | None = Field(default=None, gt=0, description="defaults to 32 on the "
+                                   "CPU, more on a GPU from its memory")
     # jarvis_core/embedding_backends.py: what each is, and what auto takes on which CPU
-    backend: Literal["auto", "openvino", "openvino-bf16", "torch-fp32", "torch-bf16"] = "auto"
+    backend: Literal["auto", "openvino", "openvino-bf16", "torch-fp32", "torch-bf16",
+                     "torch-fp16", "openvino-f16"] = "auto"
     cache: bool = Field(default=True, description="reuse vectors of texts embedded before "
                         "(a renamed note, a rebuilt store) from the cache directory")
 

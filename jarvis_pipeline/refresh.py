@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from jarvis_core.config import JarvisConfig
+from jarvis_core.embedding_backends import choose_backend
 from jarvis_core.notifications import notify
 from jarvis_core.pending import pending_sources
 from jarvis_core.sources import registry
@@ -78,6 +79,8 @@ def refresh_targets(config: JarvisConfig, only: list[str] | None) -> dict[str, s
 def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
     """Run what needs running and publish; report per source, layer and check."""
     started = time.perf_counter()
+    # a device named in embedding.device that is not here stops the refresh before any run
+    choose_backend(config.embedding.backend, config.embedding.device)
     targets = refresh_targets(config, only)
     report = {"ok": True, "sources": [], "published": None, "partial": None,
               "reasons": targets, "version": serving.current_name(config.data_dir),

@@ -36,8 +36,9 @@ class EmbedderResource(ConfigurableResource):
 
     @property
     def choice(self):
-        """The backend the configuration and this CPU choose, with its precision and why
-        (jarvis_core.embedding_backends.BackendChoice), known without loading the model."""
+        """The backend and device the configuration and this machine choose, with the
+        precision and why (jarvis_core.embedding_backends.BackendChoice), known without
+        loading the model."""
         from jarvis_core.embedding_backends import choose_backend
 
         settings = self.jarvis.load().embedding
@@ -70,7 +71,12 @@ class EmbedderResource(ConfigurableResource):
             config = self.jarvis.load()
             settings = config.embedding
             self._embedder = shared_embedder(settings.model, device=settings.device,
-                                             batch_size=settings.batch_size,
+                                             batch_size=self.batch_size,
                                              backend=settings.backend,
                                              cache_dir=config.cache_dir)
         return self._embedder
+
+    @property
+    def batch_size(self) -> int:
+        """``embedding.batch_size``, else the chosen device's default."""
+        return self.jarvis.load().embedding.batch_size or self.choice.default_batch_size

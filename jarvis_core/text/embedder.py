@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,9 +25,12 @@ from jarvis_core.embedding_backends import (
     OPENVINO_BACKENDS,
     PRECISIONS,
     TORCH_BF16,
+    TORCH_FP16,
+    BackendChoice,
     backend_problem,
     choose_backend,
 )
+from jarvis_core.embedding_devices import CPU, user_cache_dir
 from jarvis_core.settings import DEFAULT_MODEL
 from jarvis_core.text.openvino_backend import (
     BatchEncoder,
@@ -50,53 +52,52 @@ class EmbeddingModelError(RuntimeError):
 
 
 @functools.lru_cache(maxsize=4)
-def shared_embedder(model: str, *, backend: str = AUTO, device: str = "cpu",
-                    batch_size: int = 32, cache_dir: Path | None = None) -> Embedder:
+def shared_embedder(model: str, *, backend: str = AUTO, device: str = CPU,
+                    batch_size: int | None = None, cache_dir: Path | None = None) -> Embedder:
     """One loaded model per process and settings: every run of a refresh (one per source)
     and every step reuse it instead of loading the weights again."""
     return Embedder(model, backend=backend, device=device, batch_size=batch_size,
                     cache_dir=cache_dir)
 
 
-def default_cache_dir() -> Path:
-    """Where converted models are kept when the caller names no directory."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "jarvis"
-
-
 class Embedder:
     """The configured model, loaded once, with the backend that was asked for or, for
     ``auto``, the one ``choose_backend`` takes here (falling back to another backend of the
-    same precision when it fails to load). ``backend``, ``precision`` and ``reason`` say
-    what embeds and why. Use one Embedder from one thread at a time: the tokenizer
-    underneath is not thread-safe."""
+    same precision when it fails to load), on the device ``device`` names or, for ``auto``,
+    a GPU found here. ``backend``, ``precision``, ``device`` and ``reason`` say what embeds
+    where and why; ``batch_size``, unless given, is the device's default. Use one Embedder
+    from one thread at a time: the tokenizer underneath is not thread-safe."""
 
     def __init__(
         self,
         model: str = DEFAULT_MODEL,
         *,
         backend: str = AUTO,
-        device: str = "cpu",
-        batch_size: int = 32,
+        device: str = CPU,
+        batch_size: int | None = None,
         cache_dir: Path | str | None = None,
     ) -> None:
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        if backend != AUTO and (problem := backend_problem(backend, device)):
+        choice = choose_backend(backend, device)
+        if backend != AUTO and (problem := backend_problem(backend, choice.device)):
             raise EmbeddingModelError(
                 f"embedding model {model!r}: backend {backend!r} is not available: {problem}"
             )
         self.model = model
-        self.batch_size = batch_size
-        choice = choose_backend(backend, device)
+        self.device = choice.device
+        self.batch_size = batch_size or choice.default_batch_size
         self.reason = choice.reason
         model_dir = resolve_model_dir(model)
-        cache = Path(cache_dir) if cache_dir else default_cache_dir()
+        cache = Path(cache_dir) if cache_dir else user_cache_dir()
         if choice.backend in OPENVINO_BACKENDS:
-            converted = _converted(model, model_dir, cache, choice.backend)
+            converted = _converted(model, model_dir, cache, choice)
             if converted is not None:
                 self._take(choice.backend, *converted)
                 return
-        sentence_model = _load_sentence_model(model, model_dir, device)
+        # OpenVINO converts from the model loaded on the CPU; torch computes where it is
+        sentence_model = _load_sentence_model(
+            model, model_dir, CPU if choice.backend in OPENVINO_BACKENDS else choice.device)
         dimension = sentence_model.get_embedding_dimension()
         if not dimension:
             raise EmbeddingModelError(f"embedding model {model!r} reports no embedding dimension")
@@ -108,9 +109,10 @@ class Embedder:
         candidates = [choice.backend]
         if backend == AUTO:
             candidates += [fallback for fallback in FALLBACKS.get(choice.backend, ())
-                           if backend_problem(fallback, device) is None]
+                           if backend_problem(fallback, choice.device) is None]
         self._take(*self._open_backend(model, candidates, sentence_model, model_dir, cache,
-                                       settings if sentence_model.max_seq_length else None),
+                                       settings if sentence_model.max_seq_length else None,
+                                       _openvino_device(choice)),
                    settings)
 
     def _take(self, backend: str, encode: BatchEncoder, settings: Settings) -> None:
@@ -122,19 +124,21 @@ class Embedder:
         self._document_prompt = settings.document_prompt
 
     def _open_backend(self, model: str, candidates: list[str], sentence_model, model_dir: Path,
-                      cache_dir: Path, settings: Settings | None) -> tuple[str, BatchEncoder]:
+                      cache_dir: Path, settings: Settings | None, openvino_device: str
+                      ) -> tuple[str, BatchEncoder]:
         """Prepare the first candidate that loads; a fallback's cause joins ``reason``."""
         *faster, last = candidates
         for candidate in faster:
             try:
                 return candidate, _encoder(candidate, sentence_model, model_dir, cache_dir,
-                                           settings)
+                                           settings, openvino_device)
             except Exception as exc:  # conversion or compilation inside a third-party library
                 logger.warning("embedding model %r: backend %r failed, trying the next one: %s",
                                model, candidate, exc)
                 self.reason += f"; {candidate} failed to load: {exc}"
         try:
-            return last, _encoder(last, sentence_model, model_dir, cache_dir, settings)
+            return last, _encoder(last, sentence_model, model_dir, cache_dir, settings,
+                                  openvino_device)
         except Exception as exc:
             raise EmbeddingModelError(
                 f"embedding model {model!r}: backend {last!r} failed: {exc}"
@@ -164,12 +168,18 @@ class Embedder:
         return embeddings / np.maximum(norms, np.finfo(np.float32).tiny)
 
 
-def _converted(model: str, model_dir: Path, cache_dir: Path, backend: str
+def _openvino_device(choice: BackendChoice) -> str:
+    """The device as OpenVINO names it: ``CPU``, or the GPU found (``GPU.1``)."""
+    return choice.device if choice.accelerator else "CPU"
+
+
+def _converted(model: str, model_dir: Path, cache_dir: Path, choice: BackendChoice
                ) -> tuple[BatchEncoder, Settings] | None:
     """The OpenVINO model an earlier process converted and left its tokenizer beside, ready
     without loading torch; None when there is none or it fails to compile."""
     try:
-        return converted_encoder(model_dir, cache_dir, PRECISIONS[backend])
+        return converted_encoder(model_dir, cache_dir, choice.precision,
+                                 _openvino_device(choice))
     except Exception as exc:  # compiling inside OpenVINO: load the model as usual instead
         logger.warning("embedding model %r: the converted OpenVINO model could not be used, "
                        "loading the model: %s", model, exc)
@@ -203,18 +213,19 @@ def _load_sentence_model(model: str, model_dir: Path, device: str):
 
 
 def _encoder(backend: str, sentence_model, model_dir: Path, cache_dir: Path,
-             settings: Settings | None) -> BatchEncoder:
+             settings: Settings | None, openvino_device: str) -> BatchEncoder:
     if backend in OPENVINO_BACKENDS:
         return sentence_model_encoder(sentence_model, model_dir, cache_dir, settings,
-                                      PRECISIONS[backend])
-    return _torch_encoder(sentence_model, bf16=backend == TORCH_BF16)
+                                      PRECISIONS[backend], openvino_device)
+    return _torch_encoder(sentence_model, backend)
 
 
-def _torch_encoder(sentence_model, *, bf16: bool) -> BatchEncoder:
+def _torch_encoder(sentence_model, backend: str) -> BatchEncoder:
     import torch
 
-    if bf16:
-        sentence_model.to(torch.bfloat16)
+    half = {TORCH_BF16: torch.bfloat16, TORCH_FP16: torch.float16}.get(backend)
+    if half is not None:
+        sentence_model.to(half)
 
     def encode(batches: list[list[str]], prompt: str) -> list[np.ndarray]:
         return [sentence_model.encode(texts, prompt=prompt, batch_size=len(texts),

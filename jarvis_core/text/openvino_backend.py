@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jarvis_core.embedding_devices import import_openvino
 from jarvis_core.text.runtime_tokenizer import (
     TOKENIZER_FILE,
     TokenizerUnsupported,
@@ -62,11 +62,11 @@ class Settings:
     document_prompt: str
 
 
-def converted_encoder(model_dir: Path, cache_dir: Path, precision: str
+def converted_encoder(model_dir: Path, cache_dir: Path, precision: str, device: str = "CPU"
                       ) -> tuple[BatchEncoder, Settings] | None:
-    """The converted model, compiled to compute in ``precision`` ("f32" or "bf16"), with its
-    saved tokenizer and settings; None when an earlier process did not leave all three (the
-    caller then loads the model)."""
+    """The converted model, compiled for OpenVINO's ``device`` to compute in ``precision``
+    ("f32", "bf16", "f16"), with its saved tokenizer and settings; None when an earlier
+    process did not leave all three (the caller then loads the model)."""
     target = cache_dir / "openvino" / conversion_key(model_dir)
     if not (target / MODEL_FILE).is_file():
         return None
@@ -87,35 +87,37 @@ def converted_encoder(model_dir: Path, cache_dir: Path, precision: str
     def tokenize(texts: list[str], prompt: str, inputs: list[str]) -> dict[str, np.ndarray]:
         return token_features(tokenizer, [prompt + text for text in texts], inputs)
 
-    return _encoder(target / MODEL_FILE, tokenize, precision)[0], settings
+    return _encoder(target / MODEL_FILE, tokenize, precision, device)[0], settings
 
 
 def sentence_model_encoder(sentence_model, model_dir: Path, cache_dir: Path,
-                           settings: Settings | None, precision: str) -> BatchEncoder:
-    """The encoder for a loaded model, computing in ``precision``: converted on first use
-    (the IR is float32 whatever the precision), tokenized by the model itself; its tokenizer
-    and ``settings`` saved for later processes when they can be (None: they cannot, the
-    model's max_seq_length is unknown)."""
+                           settings: Settings | None, precision: str, device: str = "CPU"
+                           ) -> BatchEncoder:
+    """The encoder for a loaded model, computing in ``precision`` on OpenVINO's ``device``:
+    converted on first use (the IR is float32 whatever the precision), tokenized by the model
+    itself; its tokenizer and ``settings`` saved for later processes when they can be (None:
+    they cannot, the model's max_seq_length is unknown)."""
     model_file = _model_file(sentence_model, model_dir, cache_dir)
 
     def tokenize(texts: list[str], prompt: str, inputs: list[str]) -> dict[str, np.ndarray]:
         features = sentence_model.preprocess(texts, prompt=prompt)
         return {name: features[name].numpy() for name in inputs}
 
-    encode, inputs = _encoder(model_file, tokenize, precision)
+    encode, inputs = _encoder(model_file, tokenize, precision, device)
     if settings is not None and not (model_file.parent / SETTINGS_FILE).is_file():
         _save_tokenizer(sentence_model, model_file.parent, settings, inputs)
     return encode
 
 
-def _encoder(model_file: Path, tokenize, precision: str) -> tuple[BatchEncoder, list[str]]:
+def _encoder(model_file: Path, tokenize, precision: str, device: str
+             ) -> tuple[BatchEncoder, list[str]]:
     """The compiled model's encoder, and the features it is fed. The precision is always
     given: OpenVINO would otherwise pick bf16 on its own where the CPU has it. Batches go
     through an asynchronous queue of as many requests as the performance hint makes streams
     on this machine, the next batch tokenized while the others compute."""
     openvino = import_openvino()
     compiled = openvino.Core().compile_model(
-        model_file, "CPU",
+        model_file, device,
         {"PERFORMANCE_HINT": PERFORMANCE_HINT, "INFERENCE_PRECISION_HINT": precision},
     )
     inputs = [port.get_any_name() for port in compiled.inputs]
@@ -169,16 +171,6 @@ def _save_tokenizer(sentence_model, target: Path, settings: Settings, inputs: li
     finally:
         for path in staged.values():
             path.unlink(missing_ok=True)
-
-
-def import_openvino():
-    """OpenVINO's model converter sends usage telemetry unless the user opted out; Jarvis
-    promises that nothing leaves the machine, so the telemetry module is made unimportable,
-    which OpenVINO handles by using its built-in stub."""
-    sys.modules.setdefault("openvino_telemetry", None)
-    import openvino
-
-    return openvino
 
 
 def _model_file(sentence_model, model_dir: Path, cache_dir: Path) -> Path:

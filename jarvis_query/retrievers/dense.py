@@ -118,8 +118,6 @@ class DenseRetriever:
             from jarvis_core.text.embedder import Embedder
 
             settings = self.config.embedding
-            self._full_embedders[model] = _SerialEmbedder(Embedder(
-                model, device=settings.device, batch_size=settings.batch_size,
-                backend=query_backend(settings.backend, settings.device),
-                cache_dir=self.config.cache_dir))
+            self._full_embedders[model] = _SerialEmbedder(Embedder(  # on the CPU
+                model, backend=query_backend(settings.backend), cache_dir=self.config.cache_dir))
         return self._full_embedders[model]

@@ -170,6 +170,9 @@ def test_dagster_materializes_embeddings_with_checks(sample_config):
     embedded = metadata(result, "embeddings")
     assert embedded["embedded"] == embedded["dagster/row_count"] > 0
     assert embedded["dimension"] == 384
+    # no GPU here: auto embeds on the CPU with its batch, and says why
+    assert (embedded["device"], embedded["batch_size"]) == ("cpu", 32)
+    assert "on the CPU, no GPU found: " in embedded["backend_reason"]
     evaluations = checks(result)
     for name in ("vectors_match_chunks", "vector_dimension_matches_model", "no_orphan_vectors"):
         assert evaluations[name].passed, evaluations[name].metadata

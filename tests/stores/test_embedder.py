@@ -11,13 +11,16 @@ from jarvis_bench.embed import run_embed_benchmark, synthetic_chunks
 from jarvis_core import embedding_backends as backends
 from jarvis_core.embedding_backends import (
     AUTO,
+    BACKENDS,
     OPENVINO,
     OPENVINO_BF16,
     TORCH_BF16,
+    TORCH_FP16,
     TORCH_FP32,
     backend_problem,
     choose_backend,
 )
+from jarvis_core.embedding_devices import Accelerator, DeviceError, Discovery, discover
 from jarvis_core.text import openvino_backend
 from jarvis_core.text.embedder import Embedder, EmbeddingModelError
 from jarvis_core.text.openvino_backend import SETTINGS_FILE, conversion_key, converted_encoder
@@ -53,6 +56,17 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def test_reports_the_model_shape(fp32):
     assert (fp32.model, fp32.backend, fp32.dimension, fp32.max_tokens) == (
         MODEL, TORCH_FP32, 384, 256)
+
+
+def test_device_auto_embeds_on_the_cpu_here_as_device_cpu_does(cache_dir):
+    """This machine has no GPU: auto takes the CPU, its batch of 32 and the same vectors; a
+    named GPU is an error naming the setting, before any model loads."""
+    auto = Embedder(MODEL, device="auto", cache_dir=cache_dir)
+    cpu = Embedder(MODEL, device="cpu", batch_size=5, cache_dir=cache_dir)
+    assert (auto.device, auto.batch_size, auto.backend) == ("cpu", 32, cpu.backend)
+    np.testing.assert_allclose(auto.embed(TEXTS), cpu.embed(TEXTS), atol=1e-5)
+    with pytest.raises(DeviceError, match="embedding.device: 'cuda' is not a device here"):
+        Embedder(MODEL, device="cuda", cache_dir=cache_dir)
 
 
 def test_embeddings_are_unit_length_float32_rows(fp32):
@@ -157,6 +171,41 @@ def test_a_cache_the_tokenizer_cannot_be_saved_in_still_embeds(fp32, cache_dir, 
     assert cosines(embedder.embed(TEXTS), fp32.embed(TEXTS)).min() >= 0.999
 
 
+@pytest.mark.skipif(bool(backend_problem(OPENVINO)),
+                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+@pytest.mark.skipif(discover().find("GPU") is not None, reason="an Intel GPU is here")
+def test_the_converted_model_is_compiled_for_the_device_it_is_given(cache_dir):
+    """The GPU found reaches OpenVINO's compiler: here, without a GPU, OpenVINO itself
+    refuses GPU.0 (its GPU plugin finds no OpenCL), where it would compile for the CPU."""
+    Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)  # converted, tokenizer saved
+    with pytest.raises(RuntimeError, match="intel_gpu_plugin|GPU"):
+        converted_encoder(resolve_model_dir(MODEL), cache_dir, "f16", "GPU.0")
+
+
+@pytest.mark.skipif(discover().find("cuda") is not None, reason="a CUDA device is here")
+def test_a_cuda_device_found_reaches_torch(cache_dir, monkeypatch):
+    """With a CUDA device found, auto loads the model onto it for torch in float16: here
+    torch, a CPU-only build, refuses it, where it would load on the CPU."""
+    monkeypatch.setattr(backends, "discover",
+                        lambda: Discovery((Accelerator("cuda:0", "a GPU", 8 * 2**30),)))
+    with pytest.raises(EmbeddingModelError, match="not compiled with CUDA"):
+        Embedder(MODEL, device="auto", cache_dir=cache_dir)
+
+
+def test_float16_vectors_are_the_float32_vectors(fp32):
+    """torch-fp16 runs on a CUDA device only; its vectors are checked on the CPU, where
+    torch emulates float16 (slowly, so auto never takes it there)."""
+    import torch
+
+    from jarvis_core.text.embedder import _load_sentence_model, _torch_encoder
+
+    sentence_model = _load_sentence_model(MODEL, resolve_model_dir(MODEL), "cpu")
+    [vectors] = _torch_encoder(sentence_model, TORCH_FP16)([TEXTS], "")
+    assert next(sentence_model.parameters()).dtype == torch.float16
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert cosines(unit, fp32.embed(TEXTS)).min() >= 0.99999
+
+
 @pytest.mark.parametrize("damage", ["settings", "tokenizer"])
 def test_a_damaged_saved_tokenizer_means_loading_the_model(tmp_path, damage):
     model_dir = resolve_model_dir(MODEL)
@@ -223,7 +272,9 @@ def test_benchmark_reports_every_backend_as_json(cache_dir):
                                                        cache_dir=cache_dir, tuning=False)))
     assert report["default_backend"] == report["auto_choice"]["backend"] == \
         choose_backend(AUTO).backend
-    assert set(report["backends"]) == {TORCH_FP32, TORCH_BF16, OPENVINO, OPENVINO_BF16, AUTO}
+    assert set(report["backends"]) == {*BACKENDS, AUTO}
+    assert report["backends"][TORCH_FP16] == {  # a GPU's backend, listed as out of reach here
+        "available": False, "reason": backend_problem(TORCH_FP16)}
     reference = report["backends"][TORCH_FP32]
     assert reference["chunks_per_s"] > 0 and reference["top10_overlap"] == 1.0
     assert report["backends"][AUTO]["mean_cosine"] >= 0.999 and report["default_vs_fastest"] > 0

@@ -61,7 +61,8 @@ def test_queries_are_encoded_by_the_float32_twin_of_a_bf16_backend(native_bf16):
 def test_a_pinned_backend_is_taken_as_it_is(native_bf16):
     native_bf16(True)
     assert choose_backend(OPENVINO).as_dict() == {
-        "backend": OPENVINO, "precision": "f32", "reason": "pinned in the configuration"}
+        "backend": OPENVINO, "precision": "f32", "device": "cpu",
+        "reason": "pinned in the configuration; on the CPU, as asked"}
 
 
 def test_a_changed_precision_is_a_new_collection_cache_and_run(tmp_path, native_bf16):
