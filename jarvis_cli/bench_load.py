@@ -42,6 +42,9 @@ def bench_load(obj: CliContext, servers: int, clients: int, calls: int, refreshe
     cache come from the configuration; nothing is written to its data directory."""
     from jarvis_bench.load import LoadError, measure_load, prepare_sample
 
+    if not SAMPLE_DATA.is_dir():
+        raise click.ClickException(f"the sample data the benchmark copies is missing: "
+                                   f"{SAMPLE_DATA}")
     config = obj.config()
     work_dir = work_dir or Path(tempfile.mkdtemp(prefix="jarvis-load-"))
     embedding = config.embedding.model_dump(mode="json", include={"model", "device",
