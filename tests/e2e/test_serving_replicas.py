@@ -35,9 +35,11 @@ TOOLS = {"search-semantic", "search-vault", "search-hybrid", "search-graph", "se
 @pytest.fixture
 def replicated(published_project, tmp_path):
     """The published project's data copied beside a configuration with the four profiles,
-    its vault a private copy (the refresh edits it), its other sources the project's."""
+    its vault a private copy (the refresh edits it), its other sources the project's. Its
+    Dagster instance is left behind: other tests' commands may be writing it meanwhile."""
     project = tmp_path / "project"
     copy_data(published_project.data_dir, project / "data")
+    shutil.rmtree(project / "data" / "dagster")
     shutil.copytree(SAMPLE_VAULT, tmp_path / "vault", symlinks=True)
     (project / "sample_data").symlink_to(PROJECT_ROOT / "sample_data")
     settings = yaml.safe_load((PROJECT_ROOT / "jarvis.yaml").read_text())
