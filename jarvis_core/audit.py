@@ -3,6 +3,14 @@ SQLite file in WAL mode (``<data_dir>/audit.sqlite``) with a full sync per call,
 process loses nothing it reported. Rows are never updated (a trigger refuses it); calls older
 than ``audit.retention_days`` are deleted when a log is opened and by the memory decay.
 
+Several processes write it at once (serving replicas, the CLI, the memory decay): each
+write is one ``BEGIN IMMEDIATE`` transaction, waiting for the others' (SQLite's busy
+timeout, then retries until ``WRITE_PATIENCE_SECONDS``); text SQLite cannot store as UTF-8
+(a lone surrogate from a JSON ``\ud800`` escape) is stored with the character replaced, so
+no argument makes a write fail. A write that still fails raises ``AuditUnavailable``: the
+MCP server then withholds the call's answer (jarvis_query/mcp_assistant.py) rather than
+give one the log lacks.
+
 Each call records when, who (client, profile, transport, session), what (tool, arguments
 after redaction), what it returned or read (documents as ``<source>/<path>``, or a graph key
 for a node without a path), how long it took, its correlation id and its outcome. Memory
@@ -16,17 +24,23 @@ import re
 import sqlite3
 import statistics
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from jarvis_core.assistant_settings import AuditSettings
+
+T = TypeVar("T")
 
 AUDIT_FILE = "audit.sqlite"
 REDACTED = "[redacted]"
 MAX_STORED_CHARS = 2000     # an argument value longer than this is cut
 MAX_ERROR_CHARS = 500
+BUSY_TIMEOUT_SECONDS = 30   # SQLite's own wait for another process's transaction ...
+WRITE_PATIENCE_SECONDS = 120  # ... and how long a write keeps retrying after that
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # UTC, fixed width: text order is time order
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -67,6 +81,35 @@ def utc_text(moment: datetime) -> str:
 
 def _parse_time(text: str) -> datetime:
     return datetime.strptime(text, _TIME_FORMAT).replace(tzinfo=UTC)
+
+
+class AuditUnavailable(RuntimeError):
+    """The access log could not record a call; the message says why."""
+
+
+def storable(text: str | None) -> str | None:
+    """``text`` as SQLite can store it: UTF-8, a lone surrogate replaced by '?'."""
+    return None if text is None else text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _patiently(work: Callable[[], T]) -> T:
+    """``work`` retried while another process holds the log (beyond SQLite's busy timeout),
+    for up to WRITE_PATIENCE_SECONDS; AuditUnavailable when it still cannot be done."""
+    deadline = time.monotonic() + WRITE_PATIENCE_SECONDS
+    pause = 0.05
+    while True:
+        try:
+            return work()
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or time.monotonic() + pause > deadline:
+                raise AuditUnavailable(f"the access log could not be written: {exc}") from exc
+        time.sleep(pause)
+        pause = min(pause * 2, 2.0)
 
 
 @dataclass
@@ -111,12 +154,12 @@ class AuditLog:
         self.settings = settings
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(path, timeout=30, check_same_thread=False,
-                                     isolation_level=None)
+        self._conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS,
+                                     check_same_thread=False, isolation_level=None)
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            _patiently(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
             self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.executescript(_SCHEMA)
+            _patiently(lambda: self._conn.executescript(_SCHEMA))
             self.prune(now)
         except BaseException:
             self._conn.close()
@@ -127,48 +170,58 @@ class AuditLog:
             self._conn.close()
 
     def record(self, entry: AuditEntry) -> int:
-        """Append one call (its arguments redacted); returns its id."""
-        arguments = json.dumps(redact(entry.arguments, self.settings), ensure_ascii=False,
-                               sort_keys=True, default=str)
-        documents = list(dict.fromkeys(entry.documents))
-        error = entry.error[:MAX_ERROR_CHARS] if entry.error else None
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                cursor = self._conn.execute(
-                    "INSERT INTO calls (at, client, profile, transport, session, correlation_id,"
-                    " tool, arguments, documents, duration_ms, outcome, error) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (utc_text(entry.at), entry.client, entry.profile, entry.transport,
-                     entry.session, entry.correlation_id, entry.tool, arguments,
-                     json.dumps(documents, ensure_ascii=False), round(entry.duration_ms, 3),
-                     entry.outcome, error))
-                call_id = cursor.lastrowid
-                self._conn.executemany(
-                    "INSERT INTO call_documents (call_id, document) VALUES (?, ?)",
-                    [(call_id, document) for document in documents])
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-        return call_id
+        """Append one call (its arguments redacted); returns its id. AuditUnavailable when
+        the log cannot take it."""
+        arguments = storable(json.dumps(redact(entry.arguments, self.settings),
+                                        ensure_ascii=False, sort_keys=True, default=str))
+        documents = [storable(name) for name in dict.fromkeys(entry.documents)]
+        error = storable(entry.error[:MAX_ERROR_CHARS]) if entry.error else None
+        row = (utc_text(entry.at), storable(entry.client), storable(entry.profile),
+               storable(entry.transport), storable(entry.session),
+               storable(entry.correlation_id), storable(entry.tool), arguments,
+               json.dumps(documents, ensure_ascii=False), round(entry.duration_ms, 3),
+               storable(entry.outcome), error)
+
+        def write(conn: sqlite3.Connection) -> int:
+            call_id = conn.execute(
+                "INSERT INTO calls (at, client, profile, transport, session, correlation_id,"
+                " tool, arguments, documents, duration_ms, outcome, error) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row).lastrowid
+            conn.executemany("INSERT INTO call_documents (call_id, document) VALUES (?, ?)",
+                             [(call_id, document) for document in documents])
+            return call_id
+
+        return self._transaction(write)
 
     def prune(self, now: datetime | None = None) -> int:
         """Delete calls older than the retention; returns how many went."""
         cutoff = utc_text((now or datetime.now(UTC))
                           - timedelta(days=self.settings.retention_days))
-        with self._lock:
+
+        def delete(conn: sqlite3.Connection) -> int:
+            conn.execute("DELETE FROM call_documents WHERE call_id IN "
+                         "(SELECT id FROM calls WHERE at < ?)", (cutoff,))
+            return conn.execute("DELETE FROM calls WHERE at < ?", (cutoff,)).rowcount
+
+        return self._transaction(delete)
+
+    def _transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` in one write transaction, taken at once (``BEGIN IMMEDIATE``: no
+        read-to-write upgrade that another process's commit could refuse), waiting for
+        other processes' transactions (``_patiently``)."""
+        def attempt() -> T:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.execute("DELETE FROM call_documents WHERE call_id IN "
-                                   "(SELECT id FROM calls WHERE at < ?)", (cutoff,))
-                removed = self._conn.execute("DELETE FROM calls WHERE at < ?",
-                                             (cutoff,)).rowcount
+                done = work(self._conn)
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
-        return removed
+            return done
+
+        with self._lock:
+            return _patiently(attempt)
 
     def entries(self, since: datetime | None = None, client: str | None = None,
                 tool: str | None = None, profile: str | None = None,

@@ -22,7 +22,7 @@ from typing import TypeVar
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
-from jarvis_core.audit import AuditEntry, AuditLog
+from jarvis_core.audit import AuditEntry, AuditLog, AuditUnavailable
 from jarvis_core.memory import clean_label
 from jarvis_core.profiles import Profile, resolve_profile
 from jarvis_query.access_log import documents_of
@@ -107,8 +107,8 @@ class Access:
     def record(self, caller: Caller, tool: str, arguments: dict, *, correlation_id: str,
                duration_ms: float, data: dict | None = None, error: str | None = None,
                documents: list[str] | None = None) -> None:
-        """One call in the access log (a failure to write it is logged, not raised: the
-        answer has been computed and the log says why it lacks the call)."""
+        """One call in the access log; AuditUnavailable (logged) when it cannot be written,
+        so that the caller withholds the answer rather than give one the log lacks."""
         entry = AuditEntry(tool=tool, arguments=arguments, client=caller.client,
                            profile=caller.profile.name, transport=caller.transport,
                            correlation_id=correlation_id, duration_ms=duration_ms,
@@ -117,9 +117,10 @@ class Access:
                            else documents_of(data or {}), session=caller.session)
         try:
             self.audit.record(entry)
-        except Exception:
+        except AuditUnavailable:
             log.exception("correlation_id=%s: the access log could not record %s",
                           correlation_id, tool)
+            raise
 
 
 class ProfileRouter:

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, ListResourcesResult, Resource, ToolAnnotations
 from pydantic import BeforeValidator, Field
 
-from jarvis_core.audit import AuditLog, audit_path
+from jarvis_core.audit import AuditLog, AuditUnavailable, audit_path
 from jarvis_core.profiles import resolve_profile
 from jarvis_core.stores.serving import NotPublished
 from jarvis_query import health, prompts
@@ -41,6 +41,7 @@ from jarvis_query.mcp_server import (
     answer,
     build_server,
     correlation_id,
+    error_result,
 )
 from jarvis_query.render_assistant import (
     render_forget,
@@ -105,19 +106,32 @@ class AssistantServer(JarvisMCPServer):
         self.access = access
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        """The call answered and recorded. A call that fails outside the tools (cancelled,
+        say) is recorded as an error too; a call the access log cannot record gets an error
+        instead of its answer."""
         caller = self.access.identify(_request_context(context))
         token = Access.acting_as(caller)
         started = time.perf_counter()
         try:
             result = await super().call_tool(name, arguments, context)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(partial(
+                    self.access.record, caller, name, arguments, correlation_id="-",
+                    duration_ms=(time.perf_counter() - started) * 1000,
+                    error=f"{type(exc).__name__}: {exc}"))
+            raise
         finally:
             Access.reset(token)
         error = result.content[0].text if result.is_error and result.content else None
-        await anyio.to_thread.run_sync(partial(
-            self.access.record, caller, name, arguments,
-            correlation_id=correlation_id(result),
-            duration_ms=(time.perf_counter() - started) * 1000,
-            data=None if error else result.structured_content or {}, error=error))
+        try:
+            await anyio.to_thread.run_sync(partial(
+                self.access.record, caller, name, arguments,
+                correlation_id=correlation_id(result),
+                duration_ms=(time.perf_counter() - started) * 1000,
+                data=None if error else result.structured_content or {}, error=error))
+        except AuditUnavailable as exc:
+            return error_result(f"Error: {exc}; the answer is withheld", "audit_unavailable")
         return result
 
     async def _handle_list_resources(self, ctx, params) -> ListResourcesResult:
@@ -126,15 +140,22 @@ class AssistantServer(JarvisMCPServer):
         caller = self.access.identify(ctx)
         cursor = params.cursor if params is not None else None
         started = time.perf_counter()
+        error = None
         try:
             documents, next_cursor = await anyio.to_thread.run_sync(
                 self.access.as_caller, caller, partial(list_documents, cursor=cursor))
         except (QueryError, NotPublished) as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+            error = str(exc)
+            raise MCPError(code=INVALID_PARAMS, message=error) from exc
+        except BaseException as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            raise
         finally:
-            self.access.record(caller, "resources/list", {"cursor": cursor}, correlation_id="-",
-                               duration_ms=(time.perf_counter() - started) * 1000,
-                               documents=[])
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(partial(
+                    self.access.record, caller, "resources/list", {"cursor": cursor},
+                    correlation_id="-", duration_ms=(time.perf_counter() - started) * 1000,
+                    documents=[], error=error))
         return ListResourcesResult(
             resources=[Resource(uri=d["uri"], name=d["name"], title=d["title"],
                                 mime_type=d["mime_type"]) for d in documents],

@@ -41,7 +41,7 @@ from jarvis_core.stores.serving import PublishedVersion
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_query.context import VaultContexts
 from jarvis_query.results import sql_strings
-from jarvis_query.snapshot import embeddings_progress
+from jarvis_query.snapshot import Retired, embeddings_progress
 
 PUBLISHED = "published"  # the catalog name the version's tables are attached under
 WIDEN = 4                # a scoped neighbourhood reads this many times the nodes first ...
@@ -318,13 +318,13 @@ def _properties(text: str | None) -> dict:
 
 class ScopedSnapshots:
     """The current snapshot narrowed to a profile, built once per published version; the
-    one it replaces stays open until the next switch, as SnapshotProvider does."""
+    one it replaces stays open a while, as SnapshotProvider's do (``Retired``)."""
 
     def __init__(self, snapshots, profile: Profile) -> None:
         self._unscoped = snapshots
         self._profile = profile
         self._current: ScopedSnapshot | None = None
-        self._retired: ScopedSnapshot | None = None
+        self._retired = Retired()
         self._lock = threading.Lock()
 
     def current(self) -> ScopedSnapshot:
@@ -332,9 +332,8 @@ class ScopedSnapshots:
         with self._lock:
             if self._current is None or self._current._unscoped is not snapshot:  # a switch
                 fresh = ScopedSnapshot(snapshot, self._profile)
-                if self._retired is not None:
-                    self._retired.close()
-                self._retired, self._current = self._current, fresh
+                self._retired.retire(self._current)
+                self._current = fresh
             return self._current
 
     def damaged(self, snapshot: ScopedSnapshot, exc: BaseException) -> None:
@@ -342,10 +341,10 @@ class ScopedSnapshots:
 
     def close(self) -> None:
         with self._lock:
-            for snapshot in (self._retired, self._current):
-                if snapshot is not None:
-                    snapshot.close()
-            self._current = self._retired = None
+            self._retired.close()
+            if self._current is not None:
+                self._current.close()
+            self._current = None
 
 
 class ScopedVaultContexts(VaultContexts):

@@ -17,9 +17,10 @@ import logging
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import duckdb
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from jarvis_core.stores.vectors.read_copies import ReadCopy
 
 log = logging.getLogger("jarvis.query")
+RETIRED_OPEN_SECONDS = 60  # longer than any request reads a snapshot
 
 
 class GraphUnavailable(RuntimeError):
@@ -238,10 +240,39 @@ def open_newest(config: JarvisConfig, name: str | None, skip: frozenset[str] = f
         "version can be read: run `jarvis refresh` to publish a new one")
 
 
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class Retired:
+    """Snapshots replaced by newer ones, each kept open ``RETIRED_OPEN_SECONDS`` after it was
+    replaced, so a request still reading one finishes undisturbed however many versions are
+    published meanwhile (sources refreshed in parallel publish in quick succession); the
+    ones retired longer ago are closed at the next switch."""
+
+    def __init__(self) -> None:
+        self._snapshots: list[tuple[Closable, float]] = []
+
+    def retire(self, snapshot: Closable | None) -> None:
+        now = time.monotonic()
+        kept = []
+        for old, since in self._snapshots:
+            if now - since >= RETIRED_OPEN_SECONDS:
+                old.close()
+            else:
+                kept.append((old, since))
+        self._snapshots = kept + ([(snapshot, now)] if snapshot is not None else [])
+
+    def close(self) -> None:
+        for snapshot, _ in self._snapshots:
+            snapshot.close()
+        self._snapshots = []
+
+
 class SnapshotProvider:
     """Hands out the current snapshot; one small file read per call notices a new version.
 
-    The snapshot replaced by a newer one stays open until the next switch, so a request
+    The snapshot replaced by a newer one stays open a while (``Retired``), so a request
     still reading it finishes undisturbed. A version that cannot be read is passed over for
     the one before it until a new version is published.
     """
@@ -249,7 +280,7 @@ class SnapshotProvider:
     def __init__(self, config: JarvisConfig):
         self.config = config
         self._snapshot: Snapshot | None = None
-        self._retired: Snapshot | None = None
+        self._retired = Retired()
         self._wanted: str | None = None  # the CURRENT name the snapshot answers for
         self._damaged: set[str] = set()
         self._lock = threading.Lock()
@@ -271,13 +302,12 @@ class SnapshotProvider:
             self._wanted = None
 
     def _switch(self, fresh: Snapshot, name: str | None) -> None:
-        if self._retired is not None:
-            self._retired.close()
-        self._retired, self._snapshot, self._wanted = self._snapshot, fresh, name
+        self._retired.retire(self._snapshot)
+        self._snapshot, self._wanted = fresh, name
 
     def close(self) -> None:
         with self._lock:
-            for snapshot in (self._retired, self._snapshot):
-                if snapshot is not None:
-                    snapshot.close()
-            self._snapshot = self._retired = None
+            self._retired.close()
+            if self._snapshot is not None:
+                self._snapshot.close()
+            self._snapshot = None
