@@ -23,8 +23,12 @@ TORCH_FP32 = "torch-fp32"
 TORCH_BF16 = "torch-bf16"
 F32 = "f32"
 BF16 = "bf16"
-PRECISIONS = {OPENVINO: F32, OPENVINO_BF16: BF16, TORCH_FP32: F32, TORCH_BF16: BF16}
-BACKENDS = tuple(PRECISIONS)
+MODEL_PRECISIONS = {OPENVINO: F32, OPENVINO_BF16: BF16, TORCH_FP32: F32, TORCH_BF16: BF16}
+BACKENDS = tuple(MODEL_PRECISIONS)  # the model's
+# Not the model: feature-hashed words for benchmarks at scale (jarvis_core/text/hashed_ngrams.py),
+# never taken by auto. Its own "precision" keeps its vectors in their own collection and cache.
+HASHED_NGRAMS = "hashed-ngrams"
+PRECISIONS = {**MODEL_PRECISIONS, HASHED_NGRAMS: HASHED_NGRAMS}
 OPENVINO_BACKENDS = (OPENVINO, OPENVINO_BF16)  # the precision is OpenVINO's inference hint
 # What auto takes, fastest first, each of them through the quality gate. torch-bf16 passes
 # it too but is slower than OpenVINO bf16, so it is only a fallback of the same precision.
@@ -71,8 +75,10 @@ def cpu_has_native_bf16() -> bool:
 
 def backend_problem(backend: str, device: str = "cpu") -> str | None:
     """Why ``backend`` cannot run on ``device`` here, or None when it can."""
+    if backend == HASHED_NGRAMS:  # numpy, whatever the device
+        return None
     if backend not in BACKENDS:
-        return f"unknown backend, choose one of: {', '.join((AUTO, *BACKENDS))}"
+        return f"unknown backend, choose one of: {', '.join((AUTO, *PRECISIONS))}"
     if backend == TORCH_FP32:
         return None
     if device != "cpu":

@@ -102,7 +102,8 @@ class EmbeddingSettings(Strict):
     device: str = "cpu"
     batch_size: int = Field(default=32, gt=0)
     # jarvis_core/embedding_backends.py: what each is, and what auto takes on which CPU
-    backend: Literal["auto", "openvino", "openvino-bf16", "torch-fp32", "torch-bf16"] = "auto"
+    backend: Literal["auto", "openvino", "openvino-bf16", "torch-fp32", "torch-bf16",
+                     "hashed-ngrams"] = "auto"
     cache: bool = Field(default=True, description="reuse vectors of texts embedded before "
                         "(a renamed note, a rebuilt store) from the cache directory")
 
