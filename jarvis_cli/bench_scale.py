@@ -18,6 +18,13 @@ def _render(data: dict) -> None:
 
     click.echo(f"embedder: {data['embedder']}")
     click.echo(table(data["sizes"], COLUMNS))
+    for row in data["sizes"]:
+        click.echo(f"\nfirst refresh of {row['chunks']} chunks, per layer:")
+        click.echo(table([{"layer": name, **cost} for name, cost in row["layers"].items()],
+                         ["layer", "wall_seconds", "cpu_seconds", "peak_rss_mb", "steps"]))
+        click.echo(table([{"tool": name, **timing} for name, timing in
+                          row["queries"]["tools"].items()],
+                         ["tool", "p50_ms", "p95_ms", "goal_p50_ms"]))
     click.echo(f"chart: {data['chart']}")
 
 
