@@ -121,8 +121,10 @@ def layer_costs(sampler: PeakSampler, spans: list[tuple[str, float, float]]) -> 
         entry["cpu_seconds"] += cost["cpu_seconds"]
         entry["peak_rss_mb"] = max(entry["peak_rss_mb"], cost["peak_rss_mb"])
         entry["steps"] += 1
-    return {layer: {key: round(value, 2) if isinstance(value, float) else value
-                    for key, value in entry.items()} for layer, entry in sorted(layers.items())}
+    return {layer: {"wall_seconds": round(entry["wall_seconds"], 2),
+                    "cpu_seconds": round(entry["cpu_seconds"], 2),
+                    "peak_rss_mb": round(entry["peak_rss_mb"], 1),  # as the whole's
+                    "steps": entry["steps"]} for layer, entry in sorted(layers.items())}
 
 
 def _run_ids(report: dict) -> list[str]:
