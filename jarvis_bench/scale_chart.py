@@ -48,8 +48,9 @@ class Axis:
         if self.log:
             ticks = [value for value in _round_values(self.start, self.end)
                      if self.start <= value <= self.end]
-            if len(ticks) > MAX_LOG_TICKS:  # many decades: their powers of ten only
-                ticks = [value for value in ticks if f"{value:g}".lstrip("0.").startswith("1")]
+            if len(ticks) > MAX_LOG_TICKS:  # many decades: the ends and the powers of ten
+                ticks = [value for value in ticks if value in (self.start, self.end)
+                         or f"{value:g}".lstrip("0.").startswith("1")]
             return ticks
         return [self.end / 5 * index for index in range(6)]
 
