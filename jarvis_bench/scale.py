@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -102,11 +103,19 @@ def edit_ticket(root: Path) -> int:
 
 
 def store_sizes(data_dir: Path) -> dict[str, float]:
-    """MB on disk of each store (each entry of the data directory)."""
+    """MB on disk of each store (each entry of the data directory): the blocks allocated, a
+    file hard-linked into several places (published versions share the files they did not
+    change) counted once, under the first entry that holds it."""
+    seen: set[tuple[int, int]] = set()
+
     def size(path: Path) -> int:
-        if path.is_file():
-            return path.stat().st_size
-        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+        total = 0
+        for file in [path] if path.is_file() else path.rglob("*"):
+            status = file.lstat()
+            if stat.S_ISREG(status.st_mode) and (status.st_dev, status.st_ino) not in seen:
+                seen.add((status.st_dev, status.st_ino))
+                total += status.st_blocks * 512
+        return total
 
     return {entry.name: round(size(entry) / 2**20, 2) for entry in sorted(data_dir.iterdir())}
 

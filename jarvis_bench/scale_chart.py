@@ -24,7 +24,7 @@ MEMORY_SERIES = (("peak_rss_mb", "first refresh"), ("noop_peak_rss_mb", "no-op r
 
 class Axis:
     """Values to pixels between ``low`` and ``high`` (pixels), with round ticks: 1, 2 and 5
-    times powers of ten on a log axis, fifths of a round top on a linear one from zero."""
+    times powers of ten on a log axis, at most five round steps on a linear one from zero."""
 
     def __init__(self, values: list[float], low: float, high: float) -> None:
         positive = [value for value in values if value > 0] or [1.0]
@@ -32,8 +32,13 @@ class Axis:
         if self.log:
             self.start = _round(min(positive), above=False)
             self.end = _round(max(positive), above=True)
-        else:
-            self.start, self.end = 0.0, _round(max(positive), above=True)
+        else:  # steps of 1, 2, 2.5 or 5 times a power of ten, at most five to the top
+            fifth = max(positive) / 5
+            power = math.floor(math.log10(fifth))
+            self.step = next(factor * 10.0 ** exponent for exponent in (power, power + 1)
+                             for factor in (1, 2, 2.5, 5)
+                             if factor * 10.0 ** exponent >= fifth * (1 - 1e-9))
+            self.start, self.end = 0.0, self.step * math.ceil(max(positive) / self.step - 1e-9)
         self.low, self.high = low, high
 
     def __call__(self, value: float) -> float:
@@ -52,7 +57,7 @@ class Axis:
                 ticks = [value for value in ticks if value in (self.start, self.end)
                          or f"{value:g}".lstrip("0.").startswith("1")]
             return ticks
-        return [self.end / 5 * index for index in range(6)]
+        return [self.step * index for index in range(round(self.end / self.step) + 1)]
 
 
 def _round_values(low: float, high: float) -> list[float]:
