@@ -45,7 +45,7 @@ CHUNKS_PER_NOTE = 5
 WORDS_PER_CHUNK = 150
 QUERIES = 100
 QUERY_RANKS = (50, 5_000)
-GOALS_MS = {"keyword": 20, "hybrid": 50, "graph_depth_2": 20, "graphrag": 300}
+GOALS_MS = {"keyword": 20, "semantic": 30, "hybrid": 50, "graph_depth_2": 20, "graphrag": 300}
 
 
 def _vocabulary(model: str) -> list[str]:

@@ -65,20 +65,23 @@ def write_repository(path: Path, bundles: int, rng: random.Random) -> None:
     """A git repository of ``COMMITS_PER_BUNDLE * bundles`` commits (git fast-import), each
     changing one file and citing an issue."""
     subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
-    stream = []
-    for index in range(COMMITS_PER_BUNDLE * bundles):
-        issue = rng.randrange(bundles) + 1
-        message = f"{sentence(rng)[:70]}\n\n{_prose(rng, (1, 3))}\n\nfixes {REPO_NAME}#{issue}\n"
-        content = f"# Module {index % 200}\n\n{_prose(rng, (1, 2))}\n"
-        stamp = int((_EPOCH + timedelta(minutes=index)).timestamp())
-        data, body = message.encode(), content.encode()
-        stream.append(b"commit refs/heads/main\n"
-                      + f"committer Bench <bench@jarvis.invalid> {stamp} +0000\n".encode()
-                      + f"data {len(data)}\n".encode() + data
-                      + f"M 644 inline src/module-{index % 200:03d}.md\n".encode()
-                      + f"data {len(body)}\n".encode() + body + b"\n")
-    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet"], input=b"".join(stream),
-                   check=True)
+    importer = subprocess.Popen(["git", "-C", str(path), "fast-import", "--quiet"],
+                                stdin=subprocess.PIPE)
+    with importer.stdin as stream:  # commit by commit: no size holds them all in memory
+        for index in range(COMMITS_PER_BUNDLE * bundles):
+            issue = rng.randrange(bundles) + 1
+            message = (f"{sentence(rng)[:70]}\n\n{_prose(rng, (1, 3))}\n\n"
+                       f"fixes {REPO_NAME}#{issue}\n")
+            content = f"# Module {index % 200}\n\n{_prose(rng, (1, 2))}\n"
+            stamp = int((_EPOCH + timedelta(minutes=index)).timestamp())
+            data, body = message.encode(), content.encode()
+            stream.write(b"commit refs/heads/main\n"
+                         + f"committer Bench <bench@jarvis.invalid> {stamp} +0000\n".encode()
+                         + f"data {len(data)}\n".encode() + data
+                         + f"M 644 inline src/module-{index % 200:03d}.md\n".encode()
+                         + f"data {len(body)}\n".encode() + body + b"\n")
+    if importer.wait() != 0:
+        raise subprocess.CalledProcessError(importer.returncode, importer.args)
     subprocess.run(["git", "-C", str(path), "checkout", "-q", "main"], check=True)
 
 
@@ -105,9 +108,11 @@ def write_mail(path: Path, bundles: int, rng: random.Random) -> None:
                 parent = message_id
 
 
-def write_corpus(root: Path, chunks: int, seed: int = 7) -> dict:
+def write_corpus(root: Path, chunks: int, seed: int = 7,
+                 embedding_backend: str | None = None) -> dict:
     """The corpus for about ``chunks`` chunks under ``root`` and a ``jarvis.yaml`` naming it
-    (data in ``root/data``); returns what was written."""
+    (data in ``root/data``, the embedding backend when one is given); returns what was
+    written. Each item goes to disk as it is made."""
     bundles = bundles_for(chunks)
     rng = random.Random(seed)
     write_vault(root / "vault", bundles, seed)
@@ -118,7 +123,8 @@ def write_corpus(root: Path, chunks: int, seed: int = 7) -> dict:
         f"data_dir: {root / 'data'}\nvaults:\n  notes: {root / 'vault'}\n"
         f"repos:\n  {REPO_NAME}: {root / 'repo'}\n"
         f"tickets:\n  issues:\n    path: {root / 'tickets'}\n    repo: {REPO_NAME}\n"
-        f"mail:\n  lists: {root / 'mail' / 'lists.mbox'}\n")
+        f"mail:\n  lists: {root / 'mail' / 'lists.mbox'}\n"
+        + (f"embedding:\n  backend: {embedding_backend}\n" if embedding_backend else ""))
     return {"bundles": bundles, "notes": bundles, "issues": bundles,
             "comments": COMMENTS_PER_ISSUE * bundles, "commits": COMMITS_PER_BUNDLE * bundles,
             "mail_messages": MESSAGES_PER_THREAD * bundles}

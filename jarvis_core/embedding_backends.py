@@ -46,9 +46,13 @@ OPENVINO_F16 = "openvino-f16"  # on an Intel GPU only
 F32 = "f32"
 BF16 = "bf16"
 F16 = "f16"
-PRECISIONS = {OPENVINO: F32, OPENVINO_BF16: BF16, TORCH_FP32: F32, TORCH_BF16: BF16,
-              TORCH_FP16: F16, OPENVINO_F16: F16}
-BACKENDS = tuple(PRECISIONS)
+MODEL_PRECISIONS = {OPENVINO: F32, OPENVINO_BF16: BF16, TORCH_FP32: F32, TORCH_BF16: BF16,
+                    TORCH_FP16: F16, OPENVINO_F16: F16}
+BACKENDS = tuple(MODEL_PRECISIONS)  # the model's
+# Not the model: feature-hashed words for benchmarks at scale (jarvis_core/text/hashed_ngrams.py),
+# never taken by auto. Its own "precision" keeps its vectors in their own collection and cache.
+HASHED_NGRAMS = "hashed-ngrams"
+PRECISIONS = {**MODEL_PRECISIONS, HASHED_NGRAMS: HASHED_NGRAMS}
 # the precision is OpenVINO's inference hint
 OPENVINO_BACKENDS = (OPENVINO, OPENVINO_BF16, OPENVINO_F16)
 # The kind of accelerator each backend can run on besides the CPU (and those it needs).
@@ -118,8 +122,10 @@ def cpu_has_native_bf16() -> bool:
 def backend_problem(backend: str, device: str = CPU) -> str | None:
     """Why ``backend`` cannot run on ``device`` (``cpu``, ``cuda:0``, ``GPU.1``) here, or
     None when it can."""
+    if backend == HASHED_NGRAMS:  # numpy, whatever the device
+        return None
     if backend not in BACKENDS:
-        return f"unknown backend, choose one of: {', '.join((AUTO, *BACKENDS))}"
+        return f"unknown backend, choose one of: {', '.join((AUTO, *PRECISIONS))}"
     if device != CPU:
         return None if ACCELERATED.get(backend) == device_kind(device) else (
             f"it does not run on {device!r}, it {_runs_on(backend)}")

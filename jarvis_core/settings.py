@@ -107,7 +107,7 @@ class EmbeddingSettings(Strict):
                                    "CPU, more on a GPU from its memory")
     # jarvis_core/embedding_backends.py: what each is, and what auto takes on which CPU
     backend: Literal["auto", "openvino", "openvino-bf16", "torch-fp32", "torch-bf16",
-                     "torch-fp16", "openvino-f16"] = "auto"
+                     "torch-fp16", "openvino-f16", "hashed-ngrams"] = "auto"
     cache: bool = Field(default=True, description="reuse vectors of texts embedded before "
                         "(a renamed note, a rebuilt store) from the cache directory")
 

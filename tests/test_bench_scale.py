@@ -1,4 +1,5 @@
-"""The scale benchmark's corpus generator (the mix and its links) and one measured size."""
+"""The scale benchmark: its corpus generator (the mix and its links), one tiny size through
+every measure (with the hashed stand-in for the model), the per-layer sampler and the chart."""
 
 from __future__ import annotations
 
@@ -7,9 +8,20 @@ import mailbox
 import random
 import re
 import subprocess
+import time
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
 
 from jarvis_bench.scale import run_scale_benchmark
+from jarvis_bench.scale_chart import MEMORY_SERIES, TIME_SERIES, chart_svg
+from jarvis_bench.scale_child import PeakSampler
 from jarvis_bench.scale_corpus import CHUNKS_PER_BUNDLE, bundles_for, write_corpus, write_mail
+from jarvis_core.config import load_config
+from jarvis_core.embedding_backends import HASHED_NGRAMS
+from jarvis_core.settings import EmbeddingSettings
+from jarvis_query.knowledge_base import KnowledgeBase
 
 
 def test_the_corpus_mixes_linked_notes_issues_citing_commits_and_mail_threads(tmp_path):
@@ -42,12 +54,88 @@ def test_mail_bodies_never_split_the_mbox(tmp_path):
     assert len(mailbox.mbox(tmp_path / "many.mbox")) == 900
 
 
-def test_a_scale_row_measures_the_first_and_the_noop_refresh(tmp_path):
-    result = run_scale_benchmark((20,), tmp_path, tmp_path / "scale.svg")
+@pytest.fixture(scope="module")
+def tiny_scale(tmp_path_factory) -> tuple[dict, Path]:
+    """One size of 20 target chunks through the whole benchmark, with the hashed stand-in."""
+    work_dir = tmp_path_factory.mktemp("scale")
+    return run_scale_benchmark((20,), work_dir, work_dir / "scale.svg", HASHED_NGRAMS), work_dir
+
+
+def test_a_scale_row_measures_the_refreshes_and_the_queries(tiny_scale):
+    result, _ = tiny_scale
     row, = result["sizes"]
     assert row["chunks"] > 0 and row["target_chunks"] == 20
-    assert row["peak_rss_mb"] > 100  # a Python process with the embedder loaded, from wait4
-    assert 0 < row["noop_seconds"] < row["wall_seconds"]
+    assert row["embedding"]["backend"] == HASHED_NGRAMS and HASHED_NGRAMS in result["embedder"]
+    assert row["peak_rss_mb"] > 100  # a Python process with Dagster and the stores
+    assert 0 < row["first_searchable_seconds"] <= row["complete_seconds"] <= row["wall_seconds"]
+    assert 0 < row["noop_seconds"] < row["wall_seconds"] and row["noop_ran"] == []
+    assert row["note_edit"]["sources_run"] == ["notes"] and row["note_edit_seconds"] > 0
+    assert row["ticket_edit"]["sources_run"] == ["issues"] and row["ticket_edit_seconds"] > 0
+    assert row["note_edit"]["layers"]["chunks"]["steps"] >= 1
     assert row["stores_mb"]["jarvis.duckdb"] > 0
-    assert result["embedder"] == "configured"
-    assert "<polyline" in (tmp_path / "scale.svg").read_text()
+    tools = row["queries"]["tools"]
+    assert set(tools) == {"keyword", "semantic", "hybrid", "graph_depth_2", "graphrag"}
+    assert all(0 < tool["p50_ms"] <= tool["p95_ms"] for tool in tools.values())
+
+
+def test_each_layer_has_its_wall_cpu_and_peak_rss(tiny_scale):
+    row, = tiny_scale[0]["sizes"]
+    layers = row["layers"]
+    assert {"raw_notes", "raw_tickets", "raw_mail", "raw_repository", "chunks", "keyword_index",
+            "embeddings", "knowledge_graph", "cross_source_links", "vault_analytics",
+            "serving_snapshot"} <= set(layers)
+    for name, layer in layers.items():
+        assert layer["wall_seconds"] > 0 and layer["cpu_seconds"] >= 0, name
+        assert 50 < layer["peak_rss_mb"] <= row["peak_rss_mb"], name
+    assert sum(layer["wall_seconds"] for layer in layers.values()) < row["wall_seconds"]
+
+
+def test_the_sampler_gives_each_span_its_own_peak():
+    """The peak is reset at every tick: a later span does not inherit an earlier high."""
+    with PeakSampler() as sampler:
+        first = time.time()
+        ballast = bytearray(300 * 2**20)
+        ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so resident
+        time.sleep(0.1)
+        del ballast
+        second = time.time()
+        time.sleep(0.2)
+        end = time.time()
+    high, low = sampler.span(first, second), sampler.span(second + 0.1, end)
+    assert high["peak_rss_mb"] > low["peak_rss_mb"] + 250
+    assert sampler.peak_rss_mb >= high["peak_rss_mb"]
+
+
+def test_a_semantic_search_of_the_published_version_hashes_the_query(tiny_scale):
+    """The chunks were embedded by the stand-in: a query is hashed alike, so a chunk's own
+    words find it first. The version says so, whatever the reading process's configuration
+    (here the model's)."""
+    _, work_dir = tiny_scale
+    config = load_config(work_dir / "chunks-20" / "jarvis.yaml")
+    kb = KnowledgeBase(config.model_copy(update={"embedding": EmbeddingSettings()}))
+    try:
+        chunk_id, text = kb.snapshots.current().cursor().execute(
+            "SELECT chunk_id, text FROM chunks ORDER BY chunk_id LIMIT 1").fetchone()
+        first, = kb.search_semantic(" ".join(text.split()[:40]), limit=1, group="chunk")
+        assert first.chunk_id == chunk_id
+    finally:
+        kb.close()
+
+
+def test_the_chart_has_labelled_axes_with_ticks_and_a_line_per_measure(tiny_scale):
+    rows = [{"chunks": chunks, "wall_seconds": chunks / 50, "first_searchable_seconds": chunks / 90,
+             "note_edit_seconds": 2.0, "noop_seconds": 0.5, "peak_rss_mb": 400 + chunks / 1000,
+             "noop_peak_rss_mb": 115.0, "query_peak_rss_mb": 250.0}
+            for chunks in (10_000, 100_000, 1_000_000)]
+    svg = ElementTree.fromstring(chart_svg(rows, "hashed-ngrams"))
+    texts = [element.text for element in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert texts.count("chunks published (log scale)") == 2
+    assert "wall seconds (log scale)" in texts and any(t.startswith("peak RSS (MB)") for t in texts)
+    assert {"10k", "100k", "1M"} <= set(texts)  # x ticks
+    assert {"first refresh, complete", "no-op refresh", "warm queries"} <= set(texts)
+    lines = list(svg.iter("{http://www.w3.org/2000/svg}polyline"))
+    assert len(lines) == len(TIME_SERIES) + len(MEMORY_SERIES)
+    assert all(len(line.get("points").split()) == 3 for line in lines)
+    written = ElementTree.parse(tiny_scale[1] / "scale.svg").getroot()
+    assert "chunks published" in [element.text for element in
+                                  written.iter("{http://www.w3.org/2000/svg}text")]

@@ -7,7 +7,8 @@ embed`` measures it), and ``auto`` takes the fastest one that passed the quality
 torch, sentence-transformers and OpenVINO are imported only when a model is
 loaded, so importing this module (the query side, the CLI) stays cheap; with OpenVINO, torch
 and sentence-transformers only by the process that converts the model
-(jarvis_core/text/openvino_backend.py).
+(jarvis_core/text/openvino_backend.py). The ``hashed-ngrams`` backend is not the model but a
+cheap stand-in for benchmarks at scale (jarvis_core/text/hashed_ngrams.py): no weights load.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 from jarvis_core.embedding_backends import (
     AUTO,
     FALLBACKS,
+    HASHED_NGRAMS,
     OPENVINO_BACKENDS,
     PRECISIONS,
     TORCH_BF16,
@@ -32,13 +34,14 @@ from jarvis_core.embedding_backends import (
 )
 from jarvis_core.embedding_devices import CPU, user_cache_dir
 from jarvis_core.settings import DEFAULT_MODEL
+from jarvis_core.text.hashed_ngrams import HashedNgrams
 from jarvis_core.text.openvino_backend import (
     BatchEncoder,
     Settings,
     converted_encoder,
     sentence_model_encoder,
 )
-from jarvis_core.text.tokens import model_max_tokens, resolve_model_dir
+from jarvis_core.text.tokens import model_dimension, model_max_tokens, resolve_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +92,9 @@ class Embedder:
         self.batch_size = batch_size or choice.default_batch_size
         self.reason = choice.reason
         model_dir = resolve_model_dir(model)
+        if choice.backend == HASHED_NGRAMS:  # the model's dimension and length, not its weights
+            self._take_hashed(model, model_dir)
+            return
         cache = Path(cache_dir) if cache_dir else user_cache_dir()
         if choice.backend in OPENVINO_BACKENDS:
             converted = _converted(model, model_dir, cache, choice)
@@ -122,6 +128,15 @@ class Embedder:
         self.max_tokens: int = settings.max_seq_length
         self._query_prompt = settings.query_prompt
         self._document_prompt = settings.document_prompt
+
+    def _take_hashed(self, model: str, model_dir: Path) -> None:
+        dimension = model_dimension(model)
+        if not dimension:
+            raise EmbeddingModelError(f"embedding model {model!r}: its files name no embedding "
+                                      f"dimension for the {HASHED_NGRAMS} backend to take")
+        self._take(HASHED_NGRAMS, HashedNgrams(dimension).encode_batches,
+                   Settings(dimension=dimension, max_seq_length=model_max_tokens(model_dir),
+                            query_prompt="", document_prompt=""))
 
     def _open_backend(self, model: str, candidates: list[str], sentence_model, model_dir: Path,
                       cache_dir: Path, settings: Settings | None, openvino_device: str

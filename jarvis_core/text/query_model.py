@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from jarvis_core.embedding_backends import HASHED_NGRAMS
 from jarvis_core.settings import EmbeddingSettings
 from jarvis_core.text.export import ExportError, export_query_model
 
@@ -18,6 +19,9 @@ from jarvis_core.text.export import ExportError, export_query_model
 def prepare_query_model(settings: EmbeddingSettings, cache_dir: Path
                         ) -> tuple[Path | None, str | None]:
     """(the exported query model's directory, None), or (None, why there is none)."""
+    if settings.backend == HASHED_NGRAMS:
+        return None, (f"the {HASHED_NGRAMS} backend stands in for the model: queries are "
+                      "hashed as its chunks were")
     slot = hashlib.sha256(settings.model.encode()).hexdigest()[:12]
     try:
         return export_query_model(settings.model, cache_dir / "query-model" / slot).directory, None

@@ -5,7 +5,8 @@ Queries are encoded by the model exported with the version (``encoder/``, named 
 manifest's ``encoder``), run with onnxruntime and tokenizers: no torch, so a cold process
 answers in about a second. A version without one (an export that failed, or one published
 before exports existed) falls back to the full sentence-transformers embedder, with a log
-line saying why.
+line saying why. A version embedded by the ``hashed-ngrams`` stand-in for the model (scale
+benchmarks, jarvis_core/text/hashed_ngrams.py) has its queries hashed the same way.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from jarvis_core.config import JarvisConfig
+from jarvis_core.embedding_backends import HASHED_NGRAMS
 from jarvis_core.stores.serving import PublishedVersion
 from jarvis_core.stores.vectors.filters import VectorFilter
+from jarvis_core.text.hashed_ngrams import HashedNgrams
 from jarvis_query.results import Hit
 from jarvis_query.snapshot import Snapshot
 
@@ -91,6 +94,8 @@ class DenseRetriever:
             log.debug("loading the query encoder failed", exc_info=True)
 
     def _load(self, version: PublishedVersion) -> QueryVectors:
+        if (version.manifest.get("embedding") or {}).get("backend") == HASHED_NGRAMS:
+            return HashedNgrams(version.manifest["dimension"])  # not the model: see its module
         model = version.manifest["model"]
         exported = version.manifest.get("encoder")
         if not exported:
