@@ -42,6 +42,10 @@ def test_config_found_through_environment(tmp_path, monkeypatch):
     ("vaults: [a, b]\n", "'vaults' must be a mapping"),
     ("vaults:\n  v: .\nunknown_key: 1\n", "unknown_key"),
     ("vaults:\n  v: .\nchunking:\n  overlap_tokens: -1\n", "chunking.overlap_tokens"),
+    ("resources:\n  max_memory_mb: 100\n", "resources.max_memory_mb: Input should be "
+     "greater than or equal to 256"),
+    ("resources:\n  max_memory_mb: lots\n", "resources.max_memory_mb: Input should be a "
+     "valid integer"),
     ("vaults: {v: .\n", "not valid YAML"),
     ("- just\n- a list\n", "top level must be a mapping"),
 ])
