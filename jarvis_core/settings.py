@@ -154,6 +154,13 @@ class ResourceSettings(Strict):
         return self.max_memory_mb // 4
 
     @property
+    def inference_streams(self) -> int:
+        """OpenVINO inference streams the embedder may run at once: one per GB of the budget
+        (each holds about 150 MB of buffers at 32 chunks a batch, measured; the machine's
+        own choice is one per core), at least one."""
+        return max(1, self.max_memory_mb // 1024)
+
+    @property
     def batch_rows(self) -> int:
         """Rows read from the tables at a time: 16 per MB of the budget (32,768 at the
         default), a few MB of Python objects a batch."""

@@ -72,5 +72,6 @@ class EmbedderResource(ConfigurableResource):
             self._embedder = shared_embedder(settings.model, device=settings.device,
                                              batch_size=settings.batch_size,
                                              backend=settings.backend,
-                                             cache_dir=config.cache_dir)
+                                             cache_dir=config.cache_dir,
+                                             max_streams=config.resources.inference_streams)
         return self._embedder

@@ -51,11 +51,12 @@ class EmbeddingModelError(RuntimeError):
 
 @functools.lru_cache(maxsize=4)
 def shared_embedder(model: str, *, backend: str = AUTO, device: str = "cpu",
-                    batch_size: int = 32, cache_dir: Path | None = None) -> Embedder:
+                    batch_size: int = 32, cache_dir: Path | None = None,
+                    max_streams: int | None = None) -> Embedder:
     """One loaded model per process and settings: every run of a refresh (one per source)
     and every step reuse it instead of loading the weights again."""
     return Embedder(model, backend=backend, device=device, batch_size=batch_size,
-                    cache_dir=cache_dir)
+                    cache_dir=cache_dir, max_streams=max_streams)
 
 
 def default_cache_dir() -> Path:
@@ -78,6 +79,7 @@ class Embedder:
         device: str = "cpu",
         batch_size: int = 32,
         cache_dir: Path | str | None = None,
+        max_streams: int | None = None,  # OpenVINO inference streams (the memory budget's)
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -87,12 +89,13 @@ class Embedder:
             )
         self.model = model
         self.batch_size = batch_size
+        self._max_streams = max_streams
         choice = choose_backend(backend, device)
         self.reason = choice.reason
         model_dir = resolve_model_dir(model)
         cache = Path(cache_dir) if cache_dir else default_cache_dir()
         if choice.backend in OPENVINO_BACKENDS:
-            converted = _converted(model, model_dir, cache, choice.backend)
+            converted = _converted(model, model_dir, cache, choice.backend, max_streams)
             if converted is not None:
                 self._take(choice.backend, *converted)
                 return
@@ -128,13 +131,14 @@ class Embedder:
         for candidate in faster:
             try:
                 return candidate, _encoder(candidate, sentence_model, model_dir, cache_dir,
-                                           settings)
+                                           settings, self._max_streams)
             except Exception as exc:  # conversion or compilation inside a third-party library
                 logger.warning("embedding model %r: backend %r failed, trying the next one: %s",
                                model, candidate, exc)
                 self.reason += f"; {candidate} failed to load: {exc}"
         try:
-            return last, _encoder(last, sentence_model, model_dir, cache_dir, settings)
+            return last, _encoder(last, sentence_model, model_dir, cache_dir, settings,
+                                  self._max_streams)
         except Exception as exc:
             raise EmbeddingModelError(
                 f"embedding model {model!r}: backend {last!r} failed: {exc}"
@@ -164,12 +168,12 @@ class Embedder:
         return embeddings / np.maximum(norms, np.finfo(np.float32).tiny)
 
 
-def _converted(model: str, model_dir: Path, cache_dir: Path, backend: str
-               ) -> tuple[BatchEncoder, Settings] | None:
+def _converted(model: str, model_dir: Path, cache_dir: Path, backend: str,
+               max_streams: int | None) -> tuple[BatchEncoder, Settings] | None:
     """The OpenVINO model an earlier process converted and left its tokenizer beside, ready
     without loading torch; None when there is none or it fails to compile."""
     try:
-        return converted_encoder(model_dir, cache_dir, PRECISIONS[backend])
+        return converted_encoder(model_dir, cache_dir, PRECISIONS[backend], max_streams)
     except Exception as exc:  # compiling inside OpenVINO: load the model as usual instead
         logger.warning("embedding model %r: the converted OpenVINO model could not be used, "
                        "loading the model: %s", model, exc)
@@ -203,10 +207,10 @@ def _load_sentence_model(model: str, model_dir: Path, device: str):
 
 
 def _encoder(backend: str, sentence_model, model_dir: Path, cache_dir: Path,
-             settings: Settings | None) -> BatchEncoder:
+             settings: Settings | None, max_streams: int | None) -> BatchEncoder:
     if backend in OPENVINO_BACKENDS:
         return sentence_model_encoder(sentence_model, model_dir, cache_dir, settings,
-                                      PRECISIONS[backend])
+                                      PRECISIONS[backend], max_streams)
     return _torch_encoder(sentence_model, bf16=backend == TORCH_BF16)
 
 
