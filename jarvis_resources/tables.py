@@ -81,6 +81,9 @@ class TablesResource(ConfigurableResource):
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
         with self._translated(), self._open().get_connection() as conn:
+            # a session setting: DuckDB draws a bar on stdout under any query that runs over
+            # 2 s (a spilling one, or one on a busy machine), which broke `refresh --json`
+            conn.execute("SET enable_progress_bar = false")
             yield conn
 
 
