@@ -144,8 +144,8 @@ MIN_MEMORY_MB = 256  # below this the process's own floor (Python, Dagster) leav
 class ResourceSettings(Strict):
     """How much memory a refresh process may take (docs/configuration.md, "resources").
     DuckDB gets a quarter of it as its ``memory_limit`` and spills to a temporary directory
-    under the data directory beyond that, instead of growing; batches of rows read from the
-    tables are sized from it."""
+    under the data directory beyond that, instead of growing; the embedder's inference
+    streams and the rows the graph layer reads at a time follow it."""
 
     max_memory_mb: int = Field(default=2048, ge=MIN_MEMORY_MB)
 
