@@ -74,3 +74,16 @@ def test_missing_config_file_is_named(tmp_path):
 def test_shipped_configuration_is_valid():
     config = load_config(PROJECT_ROOT / "jarvis.yaml")
     assert "sample" in config.sources_of("vault")
+
+
+def test_the_memory_budget_never_reruns_a_source(tmp_path):
+    """It shapes how the layers compute, not what they hold: a changed budget leaves the
+    settings fingerprint a published version is compared with as it was."""
+    from jarvis_core.pending import settings_fingerprint
+
+    (tmp_path / "v").mkdir()
+    small = write_config(tmp_path / "a", {"v": tmp_path / "v"}, data_dir=str(tmp_path / "d"),
+                         resources={"max_memory_mb": 512})
+    large = write_config(tmp_path / "b", {"v": tmp_path / "v"}, data_dir=str(tmp_path / "d"))
+    assert small.resources.max_memory_mb != large.resources.max_memory_mb
+    assert settings_fingerprint(small) == settings_fingerprint(large)
