@@ -53,7 +53,7 @@ def knowledge_graph(context: dg.AssetExecutionContext, jarvis: JarvisConfigResou
     kind = config.kind_of(source)
     extractor = kind.pipeline.graph if kind is not None else NO_GRAPH
     with tables.get_connection() as conn:
-        inputs = read_inputs(conn, source, extractor)
+        inputs = read_inputs(conn, source, extractor, config.resources.batch_rows)
     settings, inferred = config.graph, []
     extracted = extractor.extract(source, config.sources.get(source), settings, inputs.rows,
                                   inputs.chunk_rows)

@@ -38,6 +38,7 @@ from jarvis_core.settings import (
     GraphSettings,
     IngestSettings,
     InstanceSettings,
+    ResourceSettings,
     SchedulesSettings,
     SourceName,
     SourceSettings,
@@ -62,6 +63,7 @@ class JarvisConfig(AssistantSections):
     analytics: AnalyticsSettings = AnalyticsSettings()
     schedules: SchedulesSettings = SchedulesSettings()
     instance: InstanceSettings = InstanceSettings()
+    resources: ResourceSettings = ResourceSettings()
     environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings, repr=False)
 
     @model_validator(mode="after")

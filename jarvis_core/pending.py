@@ -22,7 +22,7 @@ from jarvis_core.sources.changes import published_rows
 from jarvis_core.sources.kind import SourceUnreachable
 from jarvis_core.stores.serving import NotPublished, current_version
 
-_NOT_SHAPING = {"config_path", "schedules", "instance", "environment"}
+_NOT_SHAPING = {"config_path", "schedules", "instance", "resources", "environment"}
 # What the layers hold for unchanged input and configuration, raised by a release that
 # changes it so that every source runs once after the upgrade (2: a ticket's document and
 # node keys carry its source; 3: a repository's source code is parsed into symbols).
@@ -33,7 +33,7 @@ def settings_fingerprint(config: JarvisConfig) -> str:
     """Everything that shapes what the layers hold: the configuration (sources and their
     settings, chunking, the model and the precision it computes in here, graph, analytics,
     limits) and ``LAYERS_VERSION``; schedules, the device and batch size (speed only), the
-    Dagster instance's storages and credentials do not."""
+    memory budget, the Dagster instance's storages and credentials do not."""
     shaping = config.model_dump(mode="json", exclude=_NOT_SHAPING)
     shaping["layers"] = LAYERS_VERSION
     for speed_only in ("device", "batch_size"):  # the precision they lead to is added below

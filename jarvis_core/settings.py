@@ -143,6 +143,35 @@ class AnalyticsSettings(Strict):
     keep_snapshots: int = Field(default=100, gt=0, description="history kept per source")
 
 
+MIN_MEMORY_MB = 256  # below this the process's own floor (Python, Dagster) leaves nothing
+
+
+class ResourceSettings(Strict):
+    """How much memory a refresh process may take (docs/configuration.md, "resources").
+    DuckDB gets a quarter of it as its ``memory_limit`` and spills to a temporary directory
+    under the data directory beyond that, instead of growing; the embedder's inference
+    streams and the rows the graph layer reads at a time follow it."""
+
+    max_memory_mb: int = Field(default=2048, ge=MIN_MEMORY_MB)
+
+    @property
+    def duckdb_memory_mb(self) -> int:
+        return self.max_memory_mb // 4
+
+    @property
+    def inference_streams(self) -> int:
+        """OpenVINO inference streams the embedder may run at once: one per GB of the budget
+        (each holds about 150 MB of buffers at 32 chunks a batch, measured; the machine's
+        own choice is one per core), at least one."""
+        return max(1, self.max_memory_mb // 1024)
+
+    @property
+    def batch_rows(self) -> int:
+        """Rows read from the tables at a time: 16 per MB of the budget (32,768 at the
+        default), a few MB of Python objects a batch."""
+        return self.max_memory_mb * 16
+
+
 def _known_timezone(name: str) -> str:
     try:
         ZoneInfo(name)

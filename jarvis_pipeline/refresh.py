@@ -96,7 +96,7 @@ def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
     # holds open fails (DuckDB refuses a second configuration), which would hide them
     kinds = {**stored_kinds(config),
              **{source: config.kind_of(source) for source in config.source_names}}
-    with project_instance(config) as instance, tables_held_open(config.duckdb_path):
+    with project_instance(config) as instance, tables_held_open(config):
         report["released_runs"] = release_abandoned_runs(instance)
         register_sources(instance, {source: kinds[source] for source in targets})
         if not _run_sources(config, definitions, instance,

@@ -73,7 +73,8 @@ class EmbedderResource(ConfigurableResource):
             self._embedder = shared_embedder(settings.model, device=settings.device,
                                              batch_size=self.batch_size,
                                              backend=settings.backend,
-                                             cache_dir=config.cache_dir)
+                                             cache_dir=config.cache_dir,
+                                             max_streams=config.resources.inference_streams)
         return self._embedder
 
     @property

@@ -99,7 +99,7 @@ def run(config, source: str, instance: dg.DagsterInstance,
         if source in instance.get_dynamic_partitions(kind.partitions))
     register_sources(instance, {source: kind})
     definitions = build_definitions(config)
-    with tables_held_open(config.duckdb_path):
+    with tables_held_open(config):
         ingested = definitions.resolve_job_def(kind.ingest_job).execute_in_process(
             partition_key=source, instance=instance, raise_on_error=raise_on_error)
         if not ingested.success:

@@ -116,7 +116,7 @@ def publish_partially(config: JarvisConfig, embedded: tuple[str, ...] = ()) -> N
 
     definitions = build_definitions(config)
     kinds = {source: config.kind_of(source) for source in config.source_names}
-    with project_instance(config) as instance, tables_held_open(config.duckdb_path):
+    with project_instance(config) as instance, tables_held_open(config):
         register_sources(instance, kinds)
         for source, kind in kinds.items():
             for job in (kind.ingest_job, "index_sources"):

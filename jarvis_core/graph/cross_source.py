@@ -160,17 +160,16 @@ def read_inputs(conn: duckdb.DuckDBPyConnection) -> CrossInputs:
             [CROSS_EXTRACTOR]).fetchall():
         existing[origin].add(edge_key)
     return CrossInputs(
-        tables.read_frame(conn, "SELECT * FROM graph_references").to_dicts()
-        + tables.read_frame(conn, _WIKILINKS_AS_PAGE_TITLES).to_dicts(),
-        tables.read_frame(
+        tables.read_dicts(conn, "SELECT * FROM graph_references")
+        + tables.read_dicts(conn, _WIKILINKS_AS_PAGE_TITLES),
+        tables.read_dicts(
             conn, "SELECT DISTINCT ON (node_key) node_key, type, title, node_source, properties "
                   "FROM graph_nodes WHERE type IN ('ticket', 'commit', 'file', 'note', "
                   "'repo_doc', 'person', 'thread', 'page', 'symbol') "
-                  "ORDER BY node_key, source"
-        ).to_dicts(),
-        tables.read_frame(  # every source's copy: each knows other spellings
+                  "ORDER BY node_key, source"),
+        tables.read_dicts(  # every source's copy: each knows other spellings
             conn, "SELECT node_key, title, properties, source FROM graph_nodes "
-                  "WHERE type = 'person' ORDER BY source, node_key").to_dicts(),
+                  "WHERE type = 'person' ORDER BY source, node_key"),
         existing)
 
 

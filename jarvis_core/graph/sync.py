@@ -28,13 +28,15 @@ class GraphInputs:
     first_seen: dict[str, datetime]  # node key -> when it first appeared
 
 
-def read_inputs(conn: duckdb.DuckDBPyConnection, source: str,
-                extractor: GraphExtractor) -> GraphInputs:
+def read_inputs(conn: duckdb.DuckDBPyConnection, source: str, extractor: GraphExtractor,
+                batch_rows: int) -> GraphInputs:
+    """Every row the extractor reads, fetched ``batch_rows`` at a time
+    (``resources.batch_rows``)."""
     return GraphInputs(
-        {name: tables.read_frame(conn, sql, [source]).to_dicts()
+        {name: tables.read_dicts(conn, sql, [source], batch_rows)
          for name, sql in extractor.queries.items()},
-        tables.read_frame(conn, "SELECT chunk_id, doc_key, path, char_start, char_end "
-                                "FROM chunks WHERE source = ?", [source]).to_dicts(),
+        tables.read_dicts(conn, "SELECT chunk_id, doc_key, path, char_start, char_end "
+                                "FROM chunks WHERE source = ?", [source], batch_rows),
         dict(conn.execute("SELECT origin, fingerprint FROM graph_origins WHERE source = ?",
                           [source]).fetchall()),
         dict(conn.execute("SELECT node_key, first_seen FROM graph_nodes WHERE source = ?",

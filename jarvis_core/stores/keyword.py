@@ -191,24 +191,24 @@ class KeywordIndex:
                 writer.wait_merging_threads()  # consumes the writer, releasing its lock
 
     def sync_source(self, source: str, chunks: pl.DataFrame) -> KeywordSyncReport:
-        """Make the index hold exactly ``chunks`` (columns CHUNK_COLUMNS) for ``source``."""
-        rows = {row["chunk_id"]: row for row in chunks.select(CHUNK_COLUMNS).iter_rows(named=True)}
-        prints = {chunk_id: _fingerprint(row["source_type"], row["doc_key"], row["path"],
-                                         chunk_body(row["title"], row["heading_path"],
-                                                    row["text"]),
-                                         sorted(row["tags"] or []), utc(row["modified_at"]))
-                  for chunk_id, row in rows.items()}
-        documents: dict[str, dict] = {}
-        for row in rows.values():
-            documents.setdefault(row["doc_key"], row)
-        doc_prints = {key: _fingerprint(row["source_type"], row["path"], row["title"])
-                      for key, row in documents.items()}
+        """Make the index hold exactly ``chunks`` (columns CHUNK_COLUMNS) for ``source``, walking
+        its rows twice (fingerprints, then those to add) rather than holding them all as dicts."""
+        chunks = chunks.select(CHUNK_COLUMNS)
+        prints: dict[str, str] = {}
+        documents: dict[str, tuple] = {}  # doc_key -> (source_type, path, title)
+        for row in chunks.iter_rows(named=True):
+            prints[row["chunk_id"]] = _fingerprint(
+                row["source_type"], row["doc_key"], row["path"],
+                chunk_body(row["title"], row["heading_path"], row["text"]),
+                sorted(row["tags"] or []), utc(row["modified_at"]))
+            documents.setdefault(row["doc_key"], (row["source_type"], row["path"], row["title"]))
+        doc_prints = {key: _fingerprint(*document) for key, document in documents.items()}
         stored = dict(self._ledger.execute(
             "SELECT chunk_id, fingerprint FROM chunks WHERE source = ?", [source]))
         stored_docs = dict(self._ledger.execute(
             "SELECT doc_key, fingerprint FROM documents WHERE source = ?", [source]))
         stale = [chunk_id for chunk_id, fp in stored.items() if prints.get(chunk_id) != fp]
-        fresh = [chunk_id for chunk_id in rows if stored.get(chunk_id) != prints[chunk_id]]
+        fresh = [chunk_id for chunk_id in prints if stored.get(chunk_id) != prints[chunk_id]]
         stale_docs = [key for key, fp in stored_docs.items() if doc_prints.get(key) != fp]
         fresh_docs = [key for key in documents if stored_docs.get(key) != doc_prints[key]]
         if stale or fresh or stale_docs or fresh_docs:
@@ -217,16 +217,18 @@ class KeywordIndex:
                 # them indexed, and a delete applies to documents added before it.
                 for chunk_id in {*stale, *fresh}:
                     chunk_writer.delete_documents_by_term("chunk_id", chunk_id)
-                for chunk_id in fresh:
-                    chunk_writer.add_document(self._chunk_document(source, rows[chunk_id]))
+                to_add = set(fresh)
+                for row in chunks.iter_rows(named=True):
+                    if row["chunk_id"] in to_add:
+                        to_add.discard(row["chunk_id"])
+                        chunk_writer.add_document(self._chunk_document(source, row))
                 for key in {*stale_docs, *fresh_docs}:
                     name_writer.delete_documents_by_term("name_key", _name_key(source, key))
                 for key in fresh_docs:
-                    row = documents[key]
+                    source_type, path, title = documents[key]
                     name_writer.add_document(tantivy.Document(
                         name_key=_name_key(source, key), source=source, doc_key=key,
-                        source_type=row["source_type"], title=row["title"] or "",
-                        path=row["path"]))
+                        source_type=source_type, title=title or "", path=path))
                 chunk_writer.commit()
                 name_writer.commit()
             self._record(source, stale, {c: prints[c] for c in fresh}, stale_docs,
@@ -234,7 +236,7 @@ class KeywordIndex:
         changed = len(set(stale) & set(fresh))
         return KeywordSyncReport(new=len(fresh) - changed, changed=changed,
                                  deleted=len(stale) - changed,
-                                 unchanged=len(rows) - len(fresh), documents=len(documents))
+                                 unchanged=len(prints) - len(fresh), documents=len(documents))
 
     @staticmethod
     def _chunk_document(source: str, row: dict) -> tantivy.Document:

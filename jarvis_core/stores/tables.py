@@ -197,3 +197,15 @@ def replace_rows(
 def read_frame(conn: duckdb.DuckDBPyConnection, sql: str,
                params: list | None = None) -> pl.DataFrame:
     return conn.execute(sql, params or []).pl()
+
+
+def read_dicts(conn: duckdb.DuckDBPyConnection, sql: str, params: list | None = None,
+               batch_rows: int = 10_000) -> list[dict]:
+    """The rows as dicts, fetched ``batch_rows`` at a time: no columnar copy of the whole
+    result beside them, as ``read_frame(...).to_dicts()`` held."""
+    found = conn.execute(sql, params or [])
+    columns = [column[0] for column in found.description]
+    rows: list[dict] = []
+    while batch := found.fetchmany(batch_rows):
+        rows.extend(dict(zip(columns, row, strict=True)) for row in batch)
+    return rows

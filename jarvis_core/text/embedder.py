@@ -56,11 +56,12 @@ class EmbeddingModelError(RuntimeError):
 
 @functools.lru_cache(maxsize=4)
 def shared_embedder(model: str, *, backend: str = AUTO, device: str = CPU,
-                    batch_size: int | None = None, cache_dir: Path | None = None) -> Embedder:
+                    batch_size: int | None = None, cache_dir: Path | None = None,
+                    max_streams: int | None = None) -> Embedder:
     """One loaded model per process and settings: every run of a refresh (one per source)
     and every step reuse it instead of loading the weights again."""
     return Embedder(model, backend=backend, device=device, batch_size=batch_size,
-                    cache_dir=cache_dir)
+                    cache_dir=cache_dir, max_streams=max_streams)
 
 
 class Embedder:
@@ -79,6 +80,7 @@ class Embedder:
         device: str = CPU,
         batch_size: int | None = None,
         cache_dir: Path | str | None = None,
+        max_streams: int | None = None,  # OpenVINO inference streams (the memory budget's)
     ) -> None:
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -90,6 +92,7 @@ class Embedder:
         self.model = model
         self.device = choice.device
         self.batch_size = batch_size or choice.default_batch_size
+        self._max_streams = max_streams
         self.reason = choice.reason
         model_dir = resolve_model_dir(model)
         if choice.backend == HASHED_NGRAMS:  # the model's dimension and length, not its weights
@@ -97,7 +100,7 @@ class Embedder:
             return
         cache = Path(cache_dir) if cache_dir else user_cache_dir()
         if choice.backend in OPENVINO_BACKENDS:
-            converted = _converted(model, model_dir, cache, choice)
+            converted = _converted(model, model_dir, cache, choice, max_streams)
             if converted is not None:
                 self._take(choice.backend, *converted)
                 return
@@ -146,14 +149,14 @@ class Embedder:
         for candidate in faster:
             try:
                 return candidate, _encoder(candidate, sentence_model, model_dir, cache_dir,
-                                           settings, openvino_device)
+                                           settings, openvino_device, self._max_streams)
             except Exception as exc:  # conversion or compilation inside a third-party library
                 logger.warning("embedding model %r: backend %r failed, trying the next one: %s",
                                model, candidate, exc)
                 self.reason += f"; {candidate} failed to load: {exc}"
         try:
             return last, _encoder(last, sentence_model, model_dir, cache_dir, settings,
-                                  openvino_device)
+                                  openvino_device, self._max_streams)
         except Exception as exc:
             raise EmbeddingModelError(
                 f"embedding model {model!r}: backend {last!r} failed: {exc}"
@@ -188,13 +191,13 @@ def _openvino_device(choice: BackendChoice) -> str:
     return choice.device if choice.accelerator else "CPU"
 
 
-def _converted(model: str, model_dir: Path, cache_dir: Path, choice: BackendChoice
-               ) -> tuple[BatchEncoder, Settings] | None:
+def _converted(model: str, model_dir: Path, cache_dir: Path, choice: BackendChoice,
+               max_streams: int | None) -> tuple[BatchEncoder, Settings] | None:
     """The OpenVINO model an earlier process converted and left its tokenizer beside, ready
     without loading torch; None when there is none or it fails to compile."""
     try:
         return converted_encoder(model_dir, cache_dir, choice.precision,
-                                 _openvino_device(choice))
+                                 _openvino_device(choice), max_streams)
     except Exception as exc:  # compiling inside OpenVINO: load the model as usual instead
         logger.warning("embedding model %r: the converted OpenVINO model could not be used, "
                        "loading the model: %s", model, exc)
@@ -228,10 +231,11 @@ def _load_sentence_model(model: str, model_dir: Path, device: str):
 
 
 def _encoder(backend: str, sentence_model, model_dir: Path, cache_dir: Path,
-             settings: Settings | None, openvino_device: str) -> BatchEncoder:
+             settings: Settings | None, openvino_device: str, max_streams: int | None
+             ) -> BatchEncoder:
     if backend in OPENVINO_BACKENDS:
         return sentence_model_encoder(sentence_model, model_dir, cache_dir, settings,
-                                      PRECISIONS[backend], openvino_device)
+                                      PRECISIONS[backend], openvino_device, max_streams)
     return _torch_encoder(sentence_model, backend)
 
 

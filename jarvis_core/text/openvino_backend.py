@@ -62,11 +62,12 @@ class Settings:
     document_prompt: str
 
 
-def converted_encoder(model_dir: Path, cache_dir: Path, precision: str, device: str = "CPU"
-                      ) -> tuple[BatchEncoder, Settings] | None:
+def converted_encoder(model_dir: Path, cache_dir: Path, precision: str, device: str = "CPU",
+                      max_streams: int | None = None) -> tuple[BatchEncoder, Settings] | None:
     """The converted model, compiled for OpenVINO's ``device`` to compute in ``precision``
     ("f32", "bf16", "f16"), with its saved tokenizer and settings; None when an earlier
-    process did not leave all three (the caller then loads the model)."""
+    process did not leave all three (the caller then loads the model). ``max_streams``: see
+    ``_encoder``."""
     target = cache_dir / "openvino" / conversion_key(model_dir)
     if not (target / MODEL_FILE).is_file():
         return None
@@ -87,12 +88,12 @@ def converted_encoder(model_dir: Path, cache_dir: Path, precision: str, device: 
     def tokenize(texts: list[str], prompt: str, inputs: list[str]) -> dict[str, np.ndarray]:
         return token_features(tokenizer, [prompt + text for text in texts], inputs)
 
-    return _encoder(target / MODEL_FILE, tokenize, precision, device)[0], settings
+    return _encoder(target / MODEL_FILE, tokenize, precision, device, max_streams)[0], settings
 
 
 def sentence_model_encoder(sentence_model, model_dir: Path, cache_dir: Path,
-                           settings: Settings | None, precision: str, device: str = "CPU"
-                           ) -> BatchEncoder:
+                           settings: Settings | None, precision: str, device: str = "CPU",
+                           max_streams: int | None = None) -> BatchEncoder:
     """The encoder for a loaded model, computing in ``precision`` on OpenVINO's ``device``:
     converted on first use (the IR is float32 whatever the precision), tokenized by the model
     itself; its tokenizer and ``settings`` saved for later processes when they can be (None:
@@ -103,23 +104,24 @@ def sentence_model_encoder(sentence_model, model_dir: Path, cache_dir: Path,
         features = sentence_model.preprocess(texts, prompt=prompt)
         return {name: features[name].numpy() for name in inputs}
 
-    encode, inputs = _encoder(model_file, tokenize, precision, device)
+    encode, inputs = _encoder(model_file, tokenize, precision, device, max_streams)
     if settings is not None and not (model_file.parent / SETTINGS_FILE).is_file():
         _save_tokenizer(sentence_model, model_file.parent, settings, inputs)
     return encode
 
 
-def _encoder(model_file: Path, tokenize, precision: str, device: str
-             ) -> tuple[BatchEncoder, list[str]]:
+def _encoder(model_file: Path, tokenize, precision: str, device: str,
+             max_streams: int | None) -> tuple[BatchEncoder, list[str]]:
     """The compiled model's encoder, and the features it is fed. The precision is always
     given: OpenVINO would otherwise pick bf16 on its own where the CPU has it. Batches go
     through an asynchronous queue of as many requests as the performance hint makes streams
-    on this machine, the next batch tokenized while the others compute."""
+    on this machine, at most ``max_streams`` (each holds its own buffers: about 150 MB at 32
+    chunks a batch, measured), the next batch tokenized while the others compute."""
     openvino = import_openvino()
-    compiled = openvino.Core().compile_model(
-        model_file, device,
-        {"PERFORMANCE_HINT": PERFORMANCE_HINT, "INFERENCE_PRECISION_HINT": precision},
-    )
+    hints = {"PERFORMANCE_HINT": PERFORMANCE_HINT, "INFERENCE_PRECISION_HINT": precision}
+    if max_streams is not None:
+        hints["PERFORMANCE_HINT_NUM_REQUESTS"] = str(max_streams)
+    compiled = openvino.Core().compile_model(model_file, device, hints)
     inputs = [port.get_any_name() for port in compiled.inputs]
     queue = openvino.AsyncInferQueue(compiled,
                                      compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))

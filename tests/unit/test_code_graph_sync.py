@@ -41,7 +41,7 @@ def write_code(conn, paths, symbols, references) -> None:
 
 def refresh(conn, store):
     """What knowledge_graph does for one source (without similarity edges)."""
-    inputs = read_inputs(conn, REPO, EXTRACTOR)
+    inputs = read_inputs(conn, REPO, EXTRACTOR, batch_rows=3)
     extracted = EXTRACTOR.extract(REPO, SimpleNamespace(knowledge_dir=".jarvis"),
                                   GraphSettings(), inputs.rows, inputs.chunk_rows)
     in_sync = store_in_sync(store.document_keys(REPO), inputs.previous)

@@ -42,6 +42,10 @@ def test_config_found_through_environment(tmp_path, monkeypatch):
     ("vaults: [a, b]\n", "'vaults' must be a mapping"),
     ("vaults:\n  v: .\nunknown_key: 1\n", "unknown_key"),
     ("vaults:\n  v: .\nchunking:\n  overlap_tokens: -1\n", "chunking.overlap_tokens"),
+    ("resources:\n  max_memory_mb: 100\n", "resources.max_memory_mb: Input should be "
+     "greater than or equal to 256"),
+    ("resources:\n  max_memory_mb: lots\n", "resources.max_memory_mb: Input should be a "
+     "valid integer"),
     ("vaults: {v: .\n", "not valid YAML"),
     ("- just\n- a list\n", "top level must be a mapping"),
 ])
@@ -70,3 +74,16 @@ def test_missing_config_file_is_named(tmp_path):
 def test_shipped_configuration_is_valid():
     config = load_config(PROJECT_ROOT / "jarvis.yaml")
     assert "sample" in config.sources_of("vault")
+
+
+def test_the_memory_budget_never_reruns_a_source(tmp_path):
+    """It shapes how the layers compute, not what they hold: a changed budget leaves the
+    settings fingerprint a published version is compared with as it was."""
+    from jarvis_core.pending import settings_fingerprint
+
+    (tmp_path / "v").mkdir()
+    small = write_config(tmp_path / "a", {"v": tmp_path / "v"}, data_dir=str(tmp_path / "d"),
+                         resources={"max_memory_mb": 512})
+    large = write_config(tmp_path / "b", {"v": tmp_path / "v"}, data_dir=str(tmp_path / "d"))
+    assert small.resources.max_memory_mb != large.resources.max_memory_mb
+    assert settings_fingerprint(small) == settings_fingerprint(large)
