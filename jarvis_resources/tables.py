@@ -13,33 +13,61 @@ from jarvis_core.analytics.backup import backup_dir, restore_history
 from jarvis_core.sources import registry
 from jarvis_core.stores import tables
 from jarvis_core.stores.connections import damaged, is_damage
+from jarvis_core.stores.locks import label_holder, lock_path, publishing, source_run, write_turn
 from jarvis_resources.config import JarvisConfigResource
 
 # Every connection to the working tables in a process must agree on its settings.
 CONNECTION_CONFIG = {"custom_user_agent": "jarvis"}
 
 
+PARTITION_TAG = "dagster/partition"  # the tag Dagster gives a run of one partition
+
+
 class TablesResource(ConfigurableResource):
     """The working tables in the data directory. The schema is created once per run
     process (a new file gets the analytics history back from its backup); connections are
-    short (one per read or write), so runs take turns. A damaged file fails the step with
-    ``TablesDamaged``, naming the file and what to do."""
+    short (one per read or write) and each holds the tables' write turn
+    (``jarvis_core.stores.locks``), so runs take turns for them and wait on that lock. A
+    damaged file fails the step with ``TablesDamaged``, naming the file and what to do.
+
+    Every step uses the tables, so this resource also holds a run's place among runs for
+    the run's whole length: a run of one source (one partition) holds that source's lock,
+    beside runs of other sources; any other run (publishing, the cross-source links) waits
+    until no source is mid-refresh and holds them off until it ends."""
 
     jarvis: JarvisConfigResource
 
     _duckdb: DuckDBResource | None = PrivateAttr(default=None)
+    _run_hold: ExitStack | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        self._open()
+        run = context.run
+        if run is not None:
+            data_dir = self.jarvis.load().data_dir
+            label_holder(f"run {run.run_id[:8]} of {run.job_name}")
+            source = run.tags.get(PARTITION_TAG)
+            self._run_hold = ExitStack()
+            self._run_hold.enter_context(source_run(data_dir, source) if source
+                                         else publishing(data_dir))
+        try:
+            self._open()
+        except BaseException:
+            self.teardown_after_execution(context)
+            raise
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._run_hold is not None:
+            self._run_hold.close()
 
     def _open(self) -> DuckDBResource:
         if self._duckdb is None:
             config = self.jarvis.load()
             config.data_dir.mkdir(parents=True, exist_ok=True)
-            self._probe(config.duckdb_path)
             resource = DuckDBResource(database=str(config.duckdb_path),
                                       connection_config=CONNECTION_CONFIG)
-            with self._translated(), resource.get_connection() as conn:
+            with self._turn():
+                self._probe(config.duckdb_path)
+            with self._turn(), self._translated(), resource.get_connection() as conn:
                 tables.ensure_schema(conn, registry.declared_tables())
                 restored = restore_history(conn, backup_dir(config.data_dir))
             if restored:
@@ -69,9 +97,12 @@ class TablesResource(ConfigurableResource):
                 raise damaged(self.jarvis.load().duckdb_path, exc) from exc
             raise
 
+    def _turn(self):
+        return write_turn(lock_path(self.jarvis.load().duckdb_path), "the working tables")
+
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        with self._translated(), self._open().get_connection() as conn:
+        with self._turn(), self._translated(), self._open().get_connection() as conn:
             yield conn
 
 
