@@ -1,5 +1,6 @@
 """The DuckDB tables every layer reads and writes (dagster-duckdb's connection handling)."""
 
+import json
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -13,7 +14,14 @@ from jarvis_core.analytics.backup import backup_dir, restore_history
 from jarvis_core.sources import registry
 from jarvis_core.stores import tables
 from jarvis_core.stores.connections import damaged, is_damage
-from jarvis_core.stores.locks import label_holder, lock_path, publishing, source_run, write_turn
+from jarvis_core.stores.locks import (
+    held_seconds,
+    label_holder,
+    lock_path,
+    publishing,
+    source_run,
+    write_turn,
+)
 from jarvis_resources.config import JarvisConfigResource
 
 # Every connection to the working tables in a process must agree on its settings.
@@ -21,6 +29,7 @@ CONNECTION_CONFIG = {"custom_user_agent": "jarvis"}
 
 
 PARTITION_TAG = "dagster/partition"  # the tag Dagster gives a run of one partition
+HELD_PREFIX = "seconds in write turns: "  # a run's last log line: what it held, how long
 
 
 class TablesResource(ConfigurableResource):
@@ -39,12 +48,14 @@ class TablesResource(ConfigurableResource):
 
     _duckdb: DuckDBResource | None = PrivateAttr(default=None)
     _run_hold: ExitStack | None = PrivateAttr(default=None)
+    _held_before: dict[str, float] = PrivateAttr(default_factory=dict)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         run = context.run
         if run is not None:
             data_dir = self.jarvis.load().data_dir
             label_holder(f"run {run.run_id[:8]} of {run.job_name}")
+            self._held_before = held_seconds()
             source = run.tags.get(PARTITION_TAG)
             self._run_hold = ExitStack()
             self._run_hold.enter_context(source_run(data_dir, source) if source
@@ -58,6 +69,9 @@ class TablesResource(ConfigurableResource):
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._run_hold is not None:
             self._run_hold.close()
+            held = {store: round(seconds - self._held_before.get(store, 0.0), 3)
+                    for store, seconds in held_seconds().items()}
+            context.log.info(f"{HELD_PREFIX}{json.dumps(held)}")
 
     def _open(self) -> DuckDBResource:
         if self._duckdb is None:
