@@ -3,8 +3,10 @@ their own as the daemon launches them: a publish never holds a source half refre
 sources refreshed side by side publish what they publish one after another."""
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import dagster as dg
@@ -18,6 +20,7 @@ from jarvis_definitions import build_definitions
 from jarvis_pipeline.refresh import register_sources
 from tests.pipeline_helpers import PROJECT_ROOT, write_config
 
+FROZEN_SECONDS = 12  # longer than a publish of a few notes takes here (about 3 s)
 _REFRESH_ELSEWHERE = """
 import sys
 import dagster as dg
@@ -81,9 +84,19 @@ def test_a_publish_waits_for_a_source_mid_refresh(tmp_path):
         assert refresh.poll() is None, refresh.log.read_text()[-3000:]
         assert time.monotonic() < deadline, "the source's chunks were never written"
         time.sleep(0.05)
-    published = publish(config, instance)
+    # Frozen between its chunks and its vectors, the run cannot finish: a publish that did
+    # not wait for it would complete meanwhile, with the new chunks and none of their vectors.
+    os.kill(refresh.pid, signal.SIGSTOP)
+    try:
+        results = []
+        publishing = threading.Thread(target=lambda: results.append(publish(config, instance)))
+        publishing.start()
+        publishing.join(timeout=FROZEN_SECONDS)
+    finally:
+        os.kill(refresh.pid, signal.SIGCONT)
+    publishing.join()
     finished(refresh)
-    assert published.success
+    assert results[0].success
     manifest = current_version(config.data_dir).manifest
     assert manifest["chunks"] >= 6
     assert manifest["vectors"] == {"v": manifest["chunks"]}
