@@ -169,7 +169,7 @@ def _held_in(instance, run_id: str) -> dict[str, float]:
     by the store's kind ('vector store', 'keyword index', ...; a path stripped)."""
     from jarvis_resources.tables import HELD_PREFIX
 
-    for entry in instance.all_logs(run_id):
+    for entry in reversed(instance.all_logs(run_id)):
         if entry.user_message.startswith(HELD_PREFIX):
             return {store.split(" /")[0]: seconds for store, seconds in
                     json.loads(entry.user_message[len(HELD_PREFIX):]).items()}

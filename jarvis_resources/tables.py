@@ -30,6 +30,7 @@ CONNECTION_CONFIG = {"custom_user_agent": "jarvis"}
 
 PARTITION_TAG = "dagster/partition"  # the tag Dagster gives a run of one partition
 HELD_PREFIX = "seconds in write turns: "  # a run's last log line: what it held, how long
+_RUNS_HELD: set[str] = set()  # runs this process holds the place of (resources nest copies)
 
 
 class TablesResource(ConfigurableResource):
@@ -52,15 +53,16 @@ class TablesResource(ConfigurableResource):
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         run = context.run
-        if run is not None:
-            data_dir = self.jarvis.load().data_dir
-            label_holder(f"run {run.run_id[:8]} of {run.job_name}")
-            self._held_before = held_seconds()
-            source = run.tags.get(PARTITION_TAG)
-            self._run_hold = ExitStack()
-            self._run_hold.enter_context(source_run(data_dir, source) if source
-                                         else publishing(data_dir))
         try:
+            if run is not None and run.run_id not in _RUNS_HELD:  # once, nested copies aside
+                _RUNS_HELD.add(run.run_id)
+                self._run_hold = ExitStack()
+                self._run_hold.callback(_RUNS_HELD.discard, run.run_id)
+                label_holder(f"run {run.run_id[:8]} of {run.job_name}")
+                self._held_before = held_seconds()
+                source, data_dir = run.tags.get(PARTITION_TAG), self.jarvis.load().data_dir
+                self._run_hold.enter_context(source_run(data_dir, source) if source
+                                             else publishing(data_dir))
             self._open()
         except BaseException:
             self.teardown_after_execution(context)
@@ -69,6 +71,7 @@ class TablesResource(ConfigurableResource):
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._run_hold is not None:
             self._run_hold.close()
+            self._run_hold = None
             held = {store: round(seconds - self._held_before.get(store, 0.0), 3)
                     for store, seconds in held_seconds().items()}
             context.log.info(f"{HELD_PREFIX}{json.dumps(held)}")
