@@ -85,7 +85,8 @@ class TreeSampler(threading.Thread):
         self.peak_total = max(self.peak_total, total)
 
 
-def _dagster(name: str) -> str:
+def _command(name: str) -> str:
+    """An executable installed beside this interpreter (dagster, dagster-daemon, jarvis)."""
     return str(Path(sys.executable).parent / name)
 
 
@@ -96,11 +97,31 @@ def _env(root: Path, home: Path) -> dict[str, str]:
                                                          os.environ.get("PYTHONPATH")]))}
 
 
-def _configure(root: Path, corpus: Path, concurrent: int) -> Path:
-    """The mode's jarvis.yaml (the shared corpus, its own data, no vector cache: each mode
-    embeds every chunk) and its fresh Dagster instance with the run queue's limit."""
+def _write_config(root: Path, corpus: Path, vector_cache: bool) -> Path:
+    """A jarvis.yaml for the shared corpus with its data under ``root``."""
     config = (corpus / "jarvis.yaml").read_text().replace(str(corpus / "data"), str(root / "data"))
-    (root / "jarvis.yaml").write_text(config + "embedding:\n  cache: false\n")
+    cache = "true" if vector_cache else "false"
+    (root / "jarvis.yaml").write_text(f"{config}embedding:\n  cache: {cache}\n")
+    return root / "jarvis.yaml"
+
+
+def _warm_vector_cache(root: Path, corpus: Path) -> None:
+    """A refresh of the corpus beforehand, so that both modes read every vector from the
+    cache (``$JARVIS_CACHE_DIR``) instead of computing it."""
+    root.mkdir()
+    config = _write_config(root, corpus, vector_cache=True)
+    done = subprocess.run([_command("jarvis"), "--config", str(config),
+                           "refresh", "--json"], capture_output=True, text=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if done.returncode != 0:
+        raise ParallelBenchError(f"warming the vector cache failed: {done.stderr[-2000:]}")
+
+
+def _configure(root: Path, corpus: Path, concurrent: int, vector_cache: bool) -> Path:
+    """The mode's jarvis.yaml (the shared corpus, its own data; without the vector cache
+    each mode embeds every chunk) and its fresh Dagster instance with the run queue's
+    limit."""
+    _write_config(root, corpus, vector_cache)
     home = root / "dagster"
     home.mkdir(parents=True)
     (home / "dagster.yaml").write_text(
@@ -115,7 +136,7 @@ def _quiet_instigators(workspace: str, env: dict[str, str],
                        names: list[tuple[str, str]]) -> None:
     """Stop the sensors and schedules (they start running by default) so that only the
     benchmark's runs are launched."""
-    calls = [subprocess.Popen([_dagster("dagster"), kind, "stop", name, "-w", workspace],
+    calls = [subprocess.Popen([_command("dagster"), kind, "stop", name, "-w", workspace],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
              for kind, name in names]
     for call in calls:
@@ -129,7 +150,7 @@ def _launch(workspace: str, env: dict[str, str], job: str,
     run_id = str(uuid.uuid4())
     tags = json.dumps({"dagster/partition": source} if source else {})
     return run_id, subprocess.Popen(
-        [_dagster("dagster"), "job", "launch", "-j", job, "-w", workspace, "--run-id",
+        [_command("dagster"), "job", "launch", "-j", job, "-w", workspace, "--run-id",
          run_id, "--tags", tags], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -176,7 +197,7 @@ def _held_in(instance, run_id: str) -> dict[str, float]:
     return {}
 
 
-def run_mode(root: Path, corpus: Path, concurrent: int, timeout: float) -> dict:
+def run_mode(root: Path, corpus: Path, concurrent: int, warm: bool, timeout: float) -> dict:
     """Ingestion, later layers and a publish of every source under a run queue of
     ``concurrent`` runs."""
     import dagster as dg
@@ -185,7 +206,7 @@ def run_mode(root: Path, corpus: Path, concurrent: int, timeout: float) -> dict:
     from jarvis_definitions import build_definitions
     from jarvis_pipeline.refresh import register_sources
 
-    home = _configure(root, corpus, concurrent)
+    home = _configure(root, corpus, concurrent, vector_cache=warm)
     env = _env(root, home)
     config = load_config(root / "jarvis.yaml")
     definitions = build_definitions(config)
@@ -193,12 +214,12 @@ def run_mode(root: Path, corpus: Path, concurrent: int, timeout: float) -> dict:
     workspace = str(root / "workspace.yaml")
     Path(workspace).write_text(
         f"load_from:\n  - grpc_server:\n      socket: {socket}\n      location_name: jarvis\n")
-    server = subprocess.Popen([_dagster("dagster"), "api", "grpc", "-m", "jarvis_definitions",
+    server = subprocess.Popen([_command("dagster"), "api", "grpc", "-m", "jarvis_definitions",
                                "-s", socket], env=env, cwd=PROJECT_ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     daemon = None
     try:
-        while subprocess.run([_dagster("dagster"), "api", "grpc-health-check", "-s", socket],
+        while subprocess.run([_command("dagster"), "api", "grpc-health-check", "-s", socket],
                              env=env, capture_output=True).returncode != 0:
             if server.poll() is not None:
                 raise ParallelBenchError("the code server (dagster api grpc) exited")
@@ -208,7 +229,7 @@ def run_mode(root: Path, corpus: Path, concurrent: int, timeout: float) -> dict:
                            + [("schedule", s.name) for s in repository.schedule_defs])
         instance = dg.DagsterInstance.local_temp(str(home))
         register_sources(instance, {source: config.kind_of(source) for source in SOURCES})
-        daemon = subprocess.Popen([_dagster("dagster-daemon"), "run", "-w", workspace],
+        daemon = subprocess.Popen([_command("dagster-daemon"), "run", "-w", workspace],
                                   env=env, cwd=PROJECT_ROOT,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sampler = TreeSampler(server.pid)
@@ -239,27 +260,34 @@ def run_mode(root: Path, corpus: Path, concurrent: int, timeout: float) -> dict:
             "phases_seconds": {name: round(p["wall_seconds"], 2) for name, p in phases.items()}}
 
 
-def run_parallel_benchmark(chunks_per_source: int, work_dir: Path,
+def run_parallel_benchmark(chunks_per_source: int, work_dir: Path, warm: bool = False,
                            timeout: float = 3600.0) -> dict:
-    """Both modes on one generated corpus of about ``chunks_per_source`` chunks a source."""
+    """Both modes on one generated corpus of about ``chunks_per_source`` chunks a source;
+    ``warm``: with every vector in the cache beforehand (what refreshes that embed little
+    cost: the layers around the embeddings), else embedding every chunk in each mode."""
     if chunks_per_source < 1:
         raise ValueError(f"chunks must be at least 1 per source, got {chunks_per_source}")
     work_dir.mkdir(parents=True, exist_ok=True)
     corpus = work_dir / "corpus"
     shutil.rmtree(corpus, ignore_errors=True)
     written = write_corpus(corpus, chunks_per_source * len(SOURCES))
+    if warm:
+        shutil.rmtree(work_dir / "warm-up", ignore_errors=True)
+        _warm_vector_cache(work_dir / "warm-up", corpus)
     modes, contents = {}, {}
     for name, concurrent in MODES:
         root = work_dir / name
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir()
-        modes[name] = run_mode(root, corpus, concurrent, timeout)
+        modes[name] = run_mode(root, corpus, concurrent, warm, timeout)
         contents[name] = published_content(root / "data")
     differences = compare_contents(contents["sequential"], contents["parallel"])
     from jarvis_core.stores.serving import current_version
 
     manifest = current_version(work_dir / "parallel" / "data").manifest
     return {"embedder": {"model": manifest["model"], **manifest["embedding"]},
+            "vectors": "read from a cache warmed beforehand" if warm
+            else "computed in each mode (no vector cache)",
             "cpus": os.cpu_count(), "chunks_per_source": chunks_per_source, "corpus": written,
             "published_chunks": manifest["chunks"], **modes,
             "speedup": round(modes["sequential"]["wall_seconds"]
