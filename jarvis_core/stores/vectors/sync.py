@@ -133,9 +133,11 @@ def sync_source(source: str, chunks: ChunkRows, stored: set[str],
     """Embed the chunks of ``source`` that have no vector (``stored``: the ids the store
     holds for it), delete vectors of vanished chunks (in the first write turn).
 
-    Vectors are written every ``write_batch`` as they are made, so a run that is killed
-    keeps what it wrote and the next one embeds only the rest (the embedding cache keeps
-    the others); progress is reported per embedded batch."""
+    The first embedded batch is written at once, with the deletes (a store that cannot be
+    written fails the run before the long part), then every ``write_batch`` vectors, so a
+    run that is killed keeps what it wrote and the next one embeds only the rest (the
+    embedding cache keeps the others); progress is reported per embedded batch, once it
+    is in hand or written."""
     current = chunks.ids()
     missing, vanished = current - stored, sorted(stored - current)
     spent, done, pending, unwritten_deletes = 0.0, 0, [], vanished
@@ -158,10 +160,10 @@ def sync_source(source: str, chunks: ChunkRows, stored: set[str],
             spent += time.perf_counter() - started
             pending += [VectorPoint(r["chunk_id"], vector, payload(r))
                         for r, vector in zip(rows, vectors, strict=True)]
+            if done == 0 or len(pending) >= write_batch:
+                write()
             done += len(rows)
             progress.report(source, "embeddings", done, len(missing))
-            if len(pending) >= write_batch:
-                write()
     if pending or unwritten_deletes:
         write()
     return SyncReport(embedded=len(missing), reused=len(current & stored),
