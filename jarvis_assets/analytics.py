@@ -7,7 +7,6 @@ from jarvis_assets.automation import follows_upstream
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.partitions import source_partitions
-from jarvis_assets.sources import DUCKDB_POOL
 from jarvis_core.analytics.backup import back_up_history, backup_dir
 from jarvis_core.analytics.charts import draw_charts, image_markdown
 from jarvis_core.analytics.figures import QUALITY_FORMULA, compute_snapshot
@@ -66,7 +65,6 @@ def _figure_tables(snapshot: AnalyticsSnapshot, trend: list[dict]) -> dict:
     deps=[knowledge_graph],
     group_name="analytics",
     kinds={"duckdb", "python"},
-    pool=DUCKDB_POOL,
     automation_condition=follows_upstream,  # a sensor's ingestion leaves no stale snapshot
 )
 def vault_analytics(context: dg.AssetExecutionContext, jarvis: JarvisConfigResource,

@@ -5,7 +5,6 @@ import dagster as dg
 from jarvis_assets.automation import follows_upstream
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.partitions import source_partitions
-from jarvis_assets.sources import DUCKDB_POOL
 from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.kind import SourceKind
 from jarvis_core.text.documents import (
@@ -28,7 +27,6 @@ def chunks_asset(kinds: tuple[SourceKind, ...]) -> dg.AssetsDefinition:
               for kind in kinds for asset in kind.raw_assets],
         group_name="text",
         kinds={"duckdb", "python"},
-        pool=DUCKDB_POOL,
         automation_condition=follows_upstream,
     )
     def chunks(context: dg.AssetExecutionContext, jarvis: JarvisConfigResource,

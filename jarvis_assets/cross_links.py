@@ -5,7 +5,7 @@ from collections import Counter
 
 import dagster as dg
 
-from jarvis_assets.graph import GRAPH_POOL, knowledge_graph
+from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_core.graph.cross_source import apply_to_store, plan_links, read_inputs, write_tables
 from jarvis_core.graph.sync import edge_row
@@ -17,7 +17,6 @@ from jarvis_resources import GraphStoreResource, TablesResource
     deps=[knowledge_graph],
     group_name="graph",
     kinds={"duckdb", "sqlite", "neo4j"},
-    pool=GRAPH_POOL,
     automation_condition=dg.AutomationCondition.eager(),
 )
 def cross_source_links(context: dg.AssetExecutionContext, tables: TablesResource,

@@ -7,10 +7,8 @@ import dagster as dg
 from jarvis_assets.automation import follows_upstream
 from jarvis_assets.partitions import source_partitions
 from jarvis_assets.progress import logged_progress
-from jarvis_core.stores.vectors.sync import read_payload_rows, sync_source
+from jarvis_core.stores.vectors.sync import TableRows, sync_source
 from jarvis_resources import EmbedderResource, TablesResource, VectorStoreResource
-
-VECTORS_POOL = "jarvis_vectors"
 
 
 @dg.asset(
@@ -18,21 +16,22 @@ VECTORS_POOL = "jarvis_vectors"
     deps=["chunks"],
     group_name="vectors",
     kinds={"qdrant", "pytorch"},
-    pool=VECTORS_POOL,
     automation_condition=follows_upstream,
 )
 def embeddings(context: dg.AssetExecutionContext, tables: TablesResource,
                embedder: EmbedderResource, vectors: VectorStoreResource) -> dg.MaterializeResult:
     """Vectors of one source's chunks: only chunks without a vector for the current model
     are embedded (the model is loaded only then), vectors of removed chunks are deleted.
-    Point ids derive from chunk ids."""
+    Point ids derive from chunk ids. The store is held only while a batch is written, so
+    runs of other sources write it between batches."""
     source = context.partition_key
     started = time.perf_counter()
-    with tables.get_connection() as conn:
-        rows = read_payload_rows(conn, source)
-    with vectors.open() as vector_store, logged_progress(context):
-        report = sync_source(source, rows, vector_store, embedder)
-        stored = vector_store.count(source)
+    with vectors.open() as vector_store:  # healed once; the batches skip the check
+        held = vector_store.chunk_ids(source)
+    with logged_progress(context):
+        report = sync_source(source, TableRows(tables.get_connection, source), held,
+                             lambda: vectors.open(heal=False), embedder)
+    stored = report.reused + report.embedded  # checked against the store by vectors_match_chunks
     context.log.info(f"{source}: embedded {report.embedded}, reused {report.reused}, "
                      f"deleted {report.deleted} ({report.chunks_per_second} chunks/s)")
     return dg.MaterializeResult(metadata={

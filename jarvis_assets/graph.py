@@ -25,15 +25,12 @@ from jarvis_resources import (
     VectorStoreResource,
 )
 
-GRAPH_POOL = "jarvis_graph"
-
 
 @dg.asset(
     partitions_def=source_partitions,
     deps=["chunks", embeddings],
     group_name="graph",
     kinds={"duckdb", "sqlite", "neo4j"},
-    pool=GRAPH_POOL,
     automation_condition=follows_upstream,
 )
 def knowledge_graph(context: dg.AssetExecutionContext, jarvis: JarvisConfigResource,

@@ -8,7 +8,7 @@ import dagster as dg
 from jarvis_assets.analytics import vault_analytics
 from jarvis_assets.automation import follows_upstream
 from jarvis_assets.cross_links import cross_source_links
-from jarvis_assets.embeddings import VECTORS_POOL, embeddings
+from jarvis_assets.embeddings import embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.keyword_index import keyword_index
 from jarvis_core.pending import settings_fingerprint
@@ -28,7 +28,6 @@ from jarvis_resources import (
     deps=[embeddings, knowledge_graph, cross_source_links, vault_analytics, keyword_index],
     group_name="serving",
     kinds={"duckdb", "qdrant"},
-    pool=VECTORS_POOL,
     automation_condition=follows_upstream,
 )
 def serving_snapshot(context: dg.AssetExecutionContext, jarvis: JarvisConfigResource,

@@ -23,8 +23,6 @@ from jarvis_core.sources.kind import (
 from jarvis_core.sources.plan import WHOLE_SOURCE, record_unreachable, utc_now
 from jarvis_resources import JarvisConfigResource, TablesResource
 
-DUCKDB_POOL = "jarvis_duckdb"
-
 
 def _metadata(kind: SourceKind, done: Ingested) -> dict:
     counts = dict(done.counts)
@@ -49,7 +47,7 @@ def raw_asset(kind: SourceKind, spec: RawAsset) -> dg.AssetsDefinition:
               partitions_def=kind_partitions(kind), group_name="sources",
               deps=[dg.AssetDep(asset.name, partition_mapping=dg.IdentityPartitionMapping())
                     for asset in before],
-              kinds=set(spec.tags), pool=DUCKDB_POOL)
+              kinds=set(spec.tags))
     def raw(context: dg.AssetExecutionContext, jarvis: JarvisConfigResource,
             tables: TablesResource) -> dg.MaterializeResult:
         source, config = context.partition_key, jarvis.load()

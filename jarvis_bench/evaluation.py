@@ -16,6 +16,7 @@ import csv
 import gzip
 import json
 import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from jarvis_core.stores import tables
 from jarvis_core.stores.keyword import KeywordIndex, KeywordSearcher
 from jarvis_core.stores.vectors.base import collection_name
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
-from jarvis_core.stores.vectors.sync import sync_source
+from jarvis_core.stores.vectors.sync import FrameRows, sync_source
 from jarvis_core.text.chunking import Chunk, chunk_document
 from jarvis_core.text.tokens import token_counter
 from jarvis_query.fusion import fuse
@@ -107,7 +108,8 @@ def dense_hits(dataset: BeirDataset, chunks: pl.DataFrame, embedder, index_dir: 
     embedder's, as the query side encodes queries) or else the embedder's own."""
     collection = collection_name(embedder.model, embedder.dimension, embedder.precision)
     with EdgeVectorStore(index_dir, collection, embedder.dimension, embedder.model) as vectors:
-        sync_source(EVAL_SOURCE, chunks, vectors, embedder)
+        sync_source(EVAL_SOURCE, FrameRows(chunks), vectors.chunk_ids(EVAL_SOURCE),
+                    lambda: nullcontext(vectors), embedder)
         query_ids = list(dataset.queries)
         if query_vectors is None:
             query_vectors = embedder.embed([dataset.queries[q] for q in query_ids])

@@ -10,6 +10,7 @@ import click
 
 from jarvis_cli.bench_load import bench_load
 from jarvis_cli.bench_options import embedder_of, sizes_of
+from jarvis_cli.bench_parallel import bench_parallel
 from jarvis_cli.bench_scale import bench_scale
 from jarvis_cli.common import CliContext, answering, emit
 from jarvis_core.embedding_backends import BACKENDS
@@ -371,5 +372,5 @@ def _render_code(data: dict) -> None:
 
 
 # The commands with a module of their own.
-for _command in (bench_scale, bench_load):
+for _command in (bench_scale, bench_load, bench_parallel):
     bench.add_command(_command)

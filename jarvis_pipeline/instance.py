@@ -16,7 +16,7 @@ _SETTINGS = Path(__file__).with_name("dagster.yaml")
 
 def dagster_home(config: JarvisConfig) -> Path:
     """$DAGSTER_HOME when set, else ``<data_dir>/dagster``, with the instance settings
-    (concurrency pools) installed on first use, and with ``instance.postgres_url`` set,
+    (telemetry off) installed on first use, and with ``instance.postgres_url`` set,
     Dagster's PostgreSQL storages named in them: `jarvis refresh`, `jarvis ui`, `jarvis
     daemon` and every run they launch read this folder's dagster.yaml."""
     home = Path(os.environ.get("DAGSTER_HOME") or config.data_dir / "dagster")

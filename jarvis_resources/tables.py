@@ -1,5 +1,6 @@
 """The DuckDB tables every layer reads and writes (dagster-duckdb's connection handling)."""
 
+import json
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
@@ -13,6 +14,14 @@ from jarvis_core.config import JarvisConfig
 from jarvis_core.sources import registry
 from jarvis_core.stores import tables
 from jarvis_core.stores.connections import damaged, is_damage
+from jarvis_core.stores.locks import (
+    held_seconds,
+    label_holder,
+    lock_path,
+    publishing,
+    source_run,
+    write_turn,
+)
 from jarvis_resources.config import JarvisConfigResource
 
 SPILL_DIR = "duckdb-spill"
@@ -28,27 +37,63 @@ def connection_config(config: JarvisConfig) -> dict[str, str]:
             "temp_directory": str(config.data_dir / SPILL_DIR)}
 
 
+PARTITION_TAG = "dagster/partition"  # the tag Dagster gives a run of one partition
+HELD_PREFIX = "seconds in write turns: "  # a run's last log line: what it held, how long
+_RUNS_HELD: set[str] = set()  # runs this process holds the place of (resources nest copies)
+
+
 class TablesResource(ConfigurableResource):
     """The working tables in the data directory. The schema is created once per run
     process (a new file gets the analytics history back from its backup); connections are
-    short (one per read or write), so runs take turns. A damaged file fails the step with
-    ``TablesDamaged``, naming the file and what to do."""
+    short (one per read or write) and each holds the tables' write turn
+    (``jarvis_core.stores.locks``), so runs take turns for them and wait on that lock. A
+    damaged file fails the step with ``TablesDamaged``, naming the file and what to do.
+
+    Every step uses the tables, so this resource also holds a run's place among runs for
+    the run's whole length: a run of one source (one partition) holds that source's lock,
+    beside runs of other sources; any other run (publishing, the cross-source links) waits
+    until no source is mid-refresh and holds them off until it ends."""
 
     jarvis: JarvisConfigResource
 
     _duckdb: DuckDBResource | None = PrivateAttr(default=None)
+    _run_hold: ExitStack | None = PrivateAttr(default=None)
+    _held_before: dict[str, float] = PrivateAttr(default_factory=dict)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        self._open()
+        run = context.run
+        try:
+            if run is not None and run.run_id not in _RUNS_HELD:  # once, nested copies aside
+                _RUNS_HELD.add(run.run_id)
+                self._run_hold = ExitStack()
+                self._run_hold.callback(_RUNS_HELD.discard, run.run_id)
+                label_holder(f"run {run.run_id[:8]} of {run.job_name}")
+                self._held_before = held_seconds()
+                source, data_dir = run.tags.get(PARTITION_TAG), self.jarvis.load().data_dir
+                self._run_hold.enter_context(source_run(data_dir, source) if source
+                                             else publishing(data_dir))
+            self._open()
+        except BaseException:
+            self.teardown_after_execution(context)
+            raise
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._run_hold is not None:
+            self._run_hold.close()
+            self._run_hold = None
+            held = {store: round(seconds - self._held_before.get(store, 0.0), 3)
+                    for store, seconds in held_seconds().items()}
+            context.log.info(f"{HELD_PREFIX}{json.dumps(held)}")
 
     def _open(self) -> DuckDBResource:
         if self._duckdb is None:
             config = self.jarvis.load()
             config.data_dir.mkdir(parents=True, exist_ok=True)
-            self._probe(config)
             resource = DuckDBResource(database=str(config.duckdb_path),
                                       connection_config=connection_config(config))
-            with self._translated(), resource.get_connection() as conn:
+            with self._turn():
+                self._probe(config)
+            with self._turn(), self._translated(), resource.get_connection() as conn:
                 tables.ensure_schema(conn, registry.declared_tables())
                 restored = restore_history(conn, backup_dir(config.data_dir))
             if restored:
@@ -78,9 +123,12 @@ class TablesResource(ConfigurableResource):
                 raise damaged(self.jarvis.load().duckdb_path, exc) from exc
             raise
 
+    def _turn(self):
+        return write_turn(lock_path(self.jarvis.load().duckdb_path), "the working tables")
+
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        with self._translated(), self._open().get_connection() as conn:
+        with self._turn(), self._translated(), self._open().get_connection() as conn:
             # a session setting: DuckDB draws a bar on stdout under any query that runs over
             # 2 s (a spilling one, or one on a busy machine), which broke `refresh --json`
             conn.execute("SET enable_progress_bar = false")

@@ -1,11 +1,12 @@
 """The vector store: Qdrant Edge under the data directory, or a Qdrant server by URL."""
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from dagster import ConfigurableResource, get_dagster_logger
 
 from jarvis_core.stores.healing import open_vector_store
+from jarvis_core.stores.locks import lock_path, write_turn
 from jarvis_core.stores.vectors.base import VectorStore, collection_name
 from jarvis_resources.config import JarvisConfigResource
 from jarvis_resources.embedder import EmbedderResource
@@ -14,10 +15,11 @@ from jarvis_resources.tables import TablesResource
 
 class VectorStoreResource(ConfigurableResource):
     """The configured model's collection, for the precision it computes in here. A store is
-    opened per use and closed right after, so the Edge shard's directory lock is held only
-    while a step writes; opening needs the model's name and dimension, never its weights. A
-    damaged or emptied store is rebuilt from the chunks table when opened
-    (``jarvis_core.stores.healing``)."""
+    opened per use (per write batch when embedding) and closed right after, holding the
+    collection's write turn (``jarvis_core.stores.locks``; a Qdrant server needs none), so
+    runs of other sources write it in between; opening needs the model's name and
+    dimension, never its weights. A damaged or emptied store is rebuilt from the chunks table
+    when opened with ``heal`` (``jarvis_core.stores.healing``)."""
 
     jarvis: JarvisConfigResource
     embedder: EmbedderResource
@@ -45,13 +47,19 @@ class VectorStoreResource(ConfigurableResource):
         return EdgeVectorStore(config.vectors_path, self.collection, dimension, model)
 
     @contextmanager
-    def open(self) -> Iterator[VectorStore]:
+    def open(self, heal: bool = True) -> Iterator[VectorStore]:
+        """The store, in a write turn; ``heal=False`` skips the integrity check (a batch
+        written right after a healed open)."""
         config = self.jarvis.load()
         directory = None if config.vectors.url else config.vectors_path / self.collection
-        store = open_vector_store(self._store, self.collection, directory, config.data_dir,
-                                  self.tables.get_connection, self.embedder,
-                                  get_dagster_logger())
-        try:
-            yield store
-        finally:
-            store.close()
+        with ExitStack() as turn:
+            if directory is not None:
+                turn.enter_context(write_turn(lock_path(directory), f"vector store {directory}"))
+            store = (open_vector_store(self._store, self.collection, directory,
+                                       config.data_dir, self.tables.get_connection,
+                                       self.embedder, get_dagster_logger())
+                     if heal else self._store())
+            try:
+                yield store
+            finally:
+                store.close()

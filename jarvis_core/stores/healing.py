@@ -20,7 +20,7 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -202,11 +202,12 @@ def open_vector_store(open_store: Callable[[], VectorStore], collection: str,
     collection, never dropped) is rebuilt and a lost source re-embedded from its chunks
     (``embedder``: anything with ``embed(texts)``, the cached one making this cheap)."""
     from jarvis_core.stores.vectors.base import VectorStoreBusy, VectorStoreMismatch
-    from jarvis_core.stores.vectors.sync import sync_source
+    from jarvis_core.stores.vectors.sync import TableRows, sync_source
 
     def restore(store: VectorStore, sources: Sequence[str]) -> None:
         for source in sources:
-            sync_source(source, _payload_rows(connect, source), store, embedder)
+            sync_source(source, TableRows(connect, source), store.chunk_ids(source),
+                        lambda: nullcontext(store), embedder)
 
     return open_healed(
         "vector store", directory or "(server collection)", open_store, check_vectors,

@@ -17,9 +17,8 @@ chunk is a new id; vanished ids are deleted and new ids added, the rest is untou
 small SQLite ledger beside the index records what is indexed, with a fingerprint of the
 indexed fields and metadata (a changed title or tag re-indexes the chunk although its id
 stays); its ``user_version`` is the index's FORMAT, and an index of another format is
-emptied when opened, so every chunk is indexed once more the new way. Writers take Tantivy's
-writer lock (waiting while another process holds it); the serving layer copies the committed
-segments into each published version.
+emptied when opened, so every chunk is indexed once more the new way. Writes and the
+serving layer's copy of the committed segments take the index's write turn.
 """
 
 from __future__ import annotations
@@ -53,6 +52,7 @@ from jarvis_core.stores.keyword_fields import (
     text_fields,
 )
 from jarvis_core.stores.keyword_filters import filter_queries, preview, utc
+from jarvis_core.stores.locks import lock_path, write_turn
 from jarvis_core.stores.vectors.filters import VectorFilter
 
 if TYPE_CHECKING:
@@ -120,8 +120,7 @@ class NameHit:
 
 class KeywordIndex:
     """The pipeline's working index under one directory: chunk and name indexes plus the
-    ledger. Opening it is cheap; writes wait for Tantivy's writer lock up to
-    ``busy_timeout`` seconds when another process holds it."""
+    ledger. Opening it is cheap; writes are made first, then written in a turn."""
 
     def __init__(self, directory: Path, *, busy_timeout: float = 30.0) -> None:
         self.directory = Path(directory)
@@ -169,10 +168,14 @@ class KeywordIndex:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def _turn(self):
+        """The index's write turn across processes (``jarvis_core.stores.locks``)."""
+        return write_turn(lock_path(self.directory), f"keyword index {self.directory}")
+
     @contextmanager
     def _writers(self) -> Iterator[tuple[tantivy.IndexWriter, tantivy.IndexWriter]]:
-        """Both writers, taken in a fixed order; released when the block ends (the writer
-        lock is what serialises writers and the publisher across processes)."""
+        """Both writers, taken in a fixed order (in a turn); released when the block ends
+        (Tantivy's writer lock guards against writers that take no turn)."""
         deadline = time.monotonic() + self.busy_timeout
         writers: list[tantivy.IndexWriter] = []
         try:
@@ -191,8 +194,7 @@ class KeywordIndex:
                 writer.wait_merging_threads()  # consumes the writer, releasing its lock
 
     def sync_source(self, source: str, chunks: pl.DataFrame) -> KeywordSyncReport:
-        """Make the index hold exactly ``chunks`` (columns CHUNK_COLUMNS) for ``source``, walking
-        its rows twice (fingerprints, then those to add) rather than holding them all as dicts."""
+        """Make the index hold exactly ``chunks`` for ``source``: rows walked twice, not held."""
         chunks = chunks.select(CHUNK_COLUMNS)
         prints: dict[str, str] = {}
         documents: dict[str, tuple] = {}  # doc_key -> (source_type, path, title)
@@ -212,7 +214,7 @@ class KeywordIndex:
         stale_docs = [key for key, fp in stored_docs.items() if doc_prints.get(key) != fp]
         fresh_docs = [key for key in documents if stored_docs.get(key) != doc_prints[key]]
         if stale or fresh or stale_docs or fresh_docs:
-            with self._writers() as (chunk_writer, name_writer):
+            with self._turn(), self._writers() as (chunk_writer, name_writer):
                 # Fresh ids are deleted too: a crash between commit and ledger write leaves
                 # them indexed, and a delete applies to documents added before it.
                 for chunk_id in {*stale, *fresh}:
@@ -231,8 +233,8 @@ class KeywordIndex:
                         source_type=source_type, title=title or "", path=path))
                 chunk_writer.commit()
                 name_writer.commit()
-            self._record(source, stale, {c: prints[c] for c in fresh}, stale_docs,
-                         {k: doc_prints[k] for k in fresh_docs})
+                self._record(source, stale, {c: prints[c] for c in fresh}, stale_docs,
+                             {k: doc_prints[k] for k in fresh_docs})
         changed = len(set(stale) & set(fresh))
         return KeywordSyncReport(new=len(fresh) - changed, changed=changed,
                                  deleted=len(stale) - changed,
@@ -294,7 +296,7 @@ class KeywordIndex:
         staging = dest.with_name(f".{dest.name}.partial")
         ignore = shutil.ignore_patterns(*_LOCK_FILES)
         try:
-            with self._writers():
+            with self._turn(), self._writers():
                 for name in (CHUNKS_DIR, NAMES_DIR):
                     shutil.copytree(self.directory / name, staging / name, ignore=ignore)
             staging.rename(dest)
