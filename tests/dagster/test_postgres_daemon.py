@@ -45,7 +45,7 @@ def project(tmp_path, postgres_server):
                           schedules={"refresh": {"cron": f"0 {NIGHTLY_HOUR} * * *"}})
     settings_file = dagster_home(config) / "dagster.yaml"
     settings = yaml.safe_load(settings_file.read_text())
-    settings["concurrency"]["runs"] = {"max_concurrent_runs": 0}
+    settings.setdefault("concurrency", {})["runs"] = {"max_concurrent_runs": 0}
     settings_file.write_text(yaml.safe_dump(settings))
     return config
 
