@@ -20,7 +20,7 @@ from tests.docs_pages import (
 README_MAX_LINES = 250
 SERVERS = r"\.venv/bin/(jarvis (serve|ui|daemon)|dagster(-daemon)? (dev|run)|dagster-webserver)\b"
 TOPICS = ("sources", "configuration", "queries", "analytics", "operations", "architecture",
-          "benchmarks")
+          "benchmarks", "deployment")
 
 
 def test_the_readme_is_short_and_links_every_topic_page():
