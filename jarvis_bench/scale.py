@@ -15,9 +15,11 @@ The embedder is the configured model at its full cost (``--embedder model``), or
 (jarvis_core/text/hashed_ngrams.py); each row says which embedded it, from the published
 version's manifest.
 
-The refresh child resets its peak RSS every tick to know each layer's (``scale_child``), so
-``os.wait4``'s peak of it covers only its last tick: a refresh's ``peak_rss_mb`` is the
-highest of the sampler's ticks and of ``wait4``'s (which also holds its subprocesses', git).
+A child's peak RSS is its own ``VmHWM``, read inside it (the refresh child's sampler resets it
+every tick to know each layer's), never ``os.wait4``'s ``ru_maxrss``: Linux keeps the
+high-water mark of the memory a child had before its ``exec``, a copy of the parent's, so a
+child of a 1.5 GB process (a test worker) "peaks" at 1.5 GB whatever it does. Its git
+subprocesses' memory is not counted.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class ScaleError(RuntimeError):
 
 
 def run_child(*arguments: str) -> tuple[dict, dict]:
-    """(the child's JSON, its wall/CPU/peak RSS from ``wait4`` and its launch time)."""
+    """(the child's JSON, its wall and CPU from ``wait4``, its own peak RSS and its launch
+    time)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         launched, started = time.time(), time.perf_counter()
         child = subprocess.Popen([sys.executable, "-m", CHILD, *arguments], stdout=out,
@@ -64,8 +67,7 @@ def run_child(*arguments: str) -> tuple[dict, dict]:
         result = json.loads(out.read())
     return result, {"wall_seconds": round(wall, 2),
                     "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
-                    "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: KiB
-                    "launched": launched}
+                    "peak_rss_mb": result["peak_rss_mb"], "launched": launched}
 
 
 def measured_refresh(config_path: Path) -> dict:
@@ -76,8 +78,7 @@ def measured_refresh(config_path: Path) -> dict:
         raise ScaleError(f"refresh of {config_path} failed: {report['reasons']}, "
                          f"failed steps {[s['failed_steps'] for s in report['sources']]}")
     launched = cost.pop("launched")
-    return {**cost, "peak_rss_mb": max(cost["peak_rss_mb"], child["peak_rss_mb"]),
-            "first_searchable_seconds": round(child["searchable_at"] - launched, 2),
+    return {**cost, "first_searchable_seconds": round(child["searchable_at"] - launched, 2),
             "complete_seconds": round(child["complete_at"] - launched, 2),
             "startup_seconds": round(child["refresh_started"] - launched, 2),
             "startup_peak_rss_mb": child["startup_peak_rss_mb"],

@@ -198,6 +198,7 @@ def main(argv: list[str]) -> None:
         result = measured_refresh(Path(config_path))
     elif mode == "queries":
         result = warm_latencies(Path(config_path), int(rest[0]))
+        result["peak_rss_mb"] = round(int(_HWM.search(STATUS.read_text()).group(1)) / 1024, 1)
     else:
         raise SystemExit(f"unknown mode {mode!r}: refresh or queries")
     json.dump(result, sys.stdout)

@@ -1,5 +1,6 @@
 """A first refresh holds a small memory budget (``resources.max_memory_mb``), measured in the
-refreshing child process itself (``os.wait4``'s peak RSS), never estimated.
+refreshing child process itself (its own VmHWM; see jarvis_bench/scale.py for why not
+``os.wait4``'s), never estimated.
 
 The budget has to clear the process's own floor: Python, Dagster and the embedding model
 take about 600 MB here before the first chunk is embedded. At 313 generated chunks (the
