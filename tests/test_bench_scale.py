@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from jarvis_bench.scale import run_scale_benchmark
+from jarvis_bench.scale import run_child, run_scale_benchmark
 from jarvis_bench.scale_chart import MEMORY_SERIES, TIME_SERIES, chart_svg
 from jarvis_bench.scale_child import PeakSampler
 from jarvis_bench.scale_corpus import CHUNKS_PER_BUNDLE, bundles_for, write_corpus, write_mail
@@ -104,6 +104,20 @@ def test_the_sampler_gives_each_span_its_own_peak():
     high, low = sampler.span(first, second), sampler.span(second + 0.1, end)
     assert high["peak_rss_mb"] > low["peak_rss_mb"] + 250
     assert sampler.peak_rss_mb >= high["peak_rss_mb"]
+
+
+def test_a_childs_peak_is_its_own_not_its_parents(tiny_scale):
+    """``wait4``'s ru_maxrss starts a child at its parent's high-water mark (the memory-budget
+    test read 1.5 GB in a big test worker): a query child must read as itself beside 1.5 GB
+    resident here."""
+    result, work_dir = tiny_scale
+    row, = result["sizes"]
+    ballast = bytearray(1536 * 2**20)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so resident
+    _, cost = run_child("queries", str(work_dir / "chunks-20" / "jarvis.yaml"),
+                        str(row["corpus"]["bundles"]))
+    del ballast
+    assert 50 < cost["peak_rss_mb"] < 1200
 
 
 def test_a_semantic_search_of_the_published_version_hashes_the_query(tiny_scale):
