@@ -142,13 +142,18 @@ def _held(lock_path):
 
 
 _TIER_ORDER = ("e2e", "dagster", "stores", "unit")
+# Files far longer than any other (about 85 s: refreshes in processes of their own), ahead of
+# every tier, so that no worker is left alone with one at the end.
+_LONGEST_FILES = ("tests/dagster/test_parallel_sources.py",)
 
 
 def pytest_collection_modifyitems(items):
-    """The slowest tier first: the workers start on the long files and end on the
-    milliseconds-long ones, so none is left alone with a long file at the end."""
+    """The longest files first, then the slowest tier: the workers start on the long files
+    and end on the milliseconds-long ones, so none is left alone with a long file at the end."""
     def tier(item) -> int:
         parts = item.path.relative_to(item.config.rootpath).parts
+        if "/".join(parts) in _LONGEST_FILES:
+            return -1
         return _TIER_ORDER.index(parts[1]) if len(parts) > 2 and parts[1] in _TIER_ORDER else 0
 
     items.sort(key=tier)
