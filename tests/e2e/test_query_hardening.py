@@ -22,6 +22,7 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from jarvis_cli.main import cli
 from jarvis_core.stores import serving
+from jarvis_core.stores.vectors.edge import copy_file
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.mcp_server import build_server
@@ -57,7 +58,8 @@ def two_versions(tmp_path_factory):
 def damaged_copy(two_versions, tmp_path):
     """A configuration over a private copy of the data, free to damage."""
     config, newest, previous = two_versions
-    shutil.copytree(config.data_dir / "serving", tmp_path / "data" / "serving")
+    shutil.copytree(config.data_dir / "serving", tmp_path / "data" / "serving",
+                    copy_function=copy_file)
     return config.model_copy(update={"data_dir": tmp_path / "data"}), newest, previous
 
 

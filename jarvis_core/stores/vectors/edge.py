@@ -80,7 +80,7 @@ class EdgeVectorStore(VectorStore):
         model, dimension = _published_identity(published, model, dimension)
         if workdir.exists() and any(workdir.iterdir()):
             raise FileExistsError(f"read-copy directory is not empty: {workdir}")
-        shutil.copytree(published, workdir, dirs_exist_ok=True, copy_function=_copy_file)
+        shutil.copytree(published, workdir, dirs_exist_ok=True, copy_function=copy_file)
         return cls(workdir.parent, workdir.name, dimension, model, busy_timeout=busy_timeout)
 
     @classmethod
@@ -105,7 +105,7 @@ class EdgeVectorStore(VectorStore):
             self.optimize()
             self._shard.flush()
             try:
-                shutil.copytree(self.directory, staging, copy_function=_copy_file)
+                shutil.copytree(self.directory, staging, copy_function=copy_file)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
@@ -280,7 +280,8 @@ def _copy_sparse(source: str, target: str) -> None:
         dst.truncate(size)
 
 
-_copy_file = _copy_sparse if hasattr(os, "SEEK_DATA") else shutil.copyfile
+# A copy of a store's file that keeps its holes (for whoever copies a data directory).
+copy_file = _copy_sparse if hasattr(os, "SEEK_DATA") else shutil.copyfile
 
 
 def _published_identity(published: Path, model: str | None,
