@@ -38,6 +38,7 @@ from jarvis_core.text.hashed_ngrams import HashedNgrams
 from jarvis_core.text.openvino_backend import (
     BatchEncoder,
     Settings,
+    conversion_turn,
     converted_encoder,
     sentence_model_encoder,
 )
@@ -99,11 +100,19 @@ class Embedder:
             self._take_hashed(model, model_dir)
             return
         cache = Path(cache_dir) if cache_dir else user_cache_dir()
-        if choice.backend in OPENVINO_BACKENDS:
+        if choice.backend not in OPENVINO_BACKENDS:
+            self._load(model, backend, choice, model_dir, cache)
+            return
+        with conversion_turn(model_dir, cache):
             converted = _converted(model, model_dir, cache, choice, max_streams)
             if converted is not None:
                 self._take(choice.backend, *converted)
                 return
+            self._load(model, backend, choice, model_dir, cache)
+
+    def _load(self, model: str, backend: str, choice: BackendChoice, model_dir: Path,
+              cache: Path) -> None:
+        """Load the model itself (and convert it, for OpenVINO)."""
         # OpenVINO converts from the model loaded on the CPU; torch computes where it is
         sentence_model = _load_sentence_model(
             model, model_dir, CPU if choice.backend in OPENVINO_BACKENDS else choice.device)

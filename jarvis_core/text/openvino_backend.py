@@ -11,6 +11,7 @@ of CPU less for every refresh that embeds anything.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -18,7 +19,7 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import version as package_version
 from pathlib import Path
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from jarvis_core.embedding_devices import import_openvino
+from jarvis_core.stores.locks import write_turn
 from jarvis_core.text.runtime_tokenizer import (
     TOKENIZER_FILE,
     TokenizerUnsupported,
@@ -46,6 +48,8 @@ MODEL_FILE = "model.xml"
 PERFORMANCE_HINT = "THROUGHPUT"
 SETTINGS_FILE = "embedder.json"
 SETTINGS_FORMAT = 1
+# Loading torch and converting took 8-20 s of CPU here; a slow disk or machine takes longer.
+CONVERSION_WAIT = 600.0
 
 # Embeds batches of texts, each text prefixed with the prompt, into raw float32 vectors: one
 # array per batch, in order. All batches at once, so a backend may keep several in flight.
@@ -89,6 +93,28 @@ def converted_encoder(model_dir: Path, cache_dir: Path, precision: str, device: 
         return token_features(tokenizer, [prompt + text for text in texts], inputs)
 
     return _encoder(target / MODEL_FILE, tokenize, precision, device, max_streams)[0], settings
+
+
+@contextlib.contextmanager
+def conversion_turn(model_dir: Path, cache_dir: Path) -> Iterator[None]:
+    """Held from looking for the converted model until it is converted, when it is not yet:
+    processes that start together on a fresh cache (a first refresh of several sources at
+    once) wait for the first one's conversion, then embed without torch, instead of each
+    loading torch and converting (four runs at once spent 21 s of CPU more than one after
+    another). Not held once the model is converted, nor where the cache is read-only."""
+    target = cache_dir / "openvino" / conversion_key(model_dir)
+    if (target / MODEL_FILE).is_file():
+        yield
+        return
+    with contextlib.ExitStack() as turn:
+        try:
+            turn.enter_context(write_turn(target.parent / f".{target.name}.lock",
+                                          f"the conversion of {model_dir.name} to OpenVINO",
+                                          CONVERSION_WAIT))
+        except OSError as exc:  # a read-only cache, or a conversion stuck for 10 minutes
+            logger.info("converting %s without waiting for other processes: %s",
+                        model_dir.name, exc)
+        yield
 
 
 def sentence_model_encoder(sentence_model, model_dir: Path, cache_dir: Path,

@@ -157,6 +157,22 @@ def test_after_the_conversion_a_process_embeds_without_torch(fp32, cache_dir):
 
 @pytest.mark.skipif(bool(backend_problem(OPENVINO)),
                     reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+def test_processes_starting_together_on_a_fresh_cache_convert_once(tmp_path):
+    """Source runs started at once wait for the first one's conversion and embed without
+    torch, instead of each loading torch and converting."""
+    code = ("import sys; from jarvis_core.text.embedder import Embedder; "
+            f"Embedder({MODEL!r}, backend={OPENVINO!r}, cache_dir=sys.argv[1]); "
+            "print('torch' in sys.modules)")
+    starts = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)],
+                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    loaded_torch = sorted(start.communicate()[0].strip() for start in starts)
+    assert [start.returncode for start in starts] == [0, 0]
+    assert loaded_torch == ["False", "True"]
+    assert len(list(tmp_path.rglob("*.xml"))) == 1
+
+
+@pytest.mark.skipif(bool(backend_problem(OPENVINO)),
+                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
 def test_a_cache_the_tokenizer_cannot_be_saved_in_still_embeds(fp32, cache_dir, monkeypatch):
     Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)  # converted, tokenizer saved
     [settings] = cache_dir.rglob(SETTINGS_FILE)
