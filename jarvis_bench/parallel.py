@@ -8,7 +8,8 @@ every later layer (``refresh_sources``), then one publish (``publish_serving``).
 
 Wall is the time from the first run's start to the last run's end of each phase, summed
 (submitting is left out: it waits outside the runs); CPU and peak RSS are the run processes'
-own, sampled from /proc (every descendant of the code server). ``identical`` compares the
+own, sampled from /proc (every descendant of the code server); ``vectors``, how many vectors
+the runs computed and read from the vector cache. ``identical`` compares the
 two published versions: every published table's rows but the columns that record when
 something was processed, the vector ids and vectors (within ``VECTOR_TOLERANCE``), the
 keyword indexes' documents and the graph's nodes and edges."""
@@ -26,8 +27,10 @@ import time
 import uuid
 from pathlib import Path
 
+from jarvis_assets.jobs import EMBEDDINGS
 from jarvis_bench.parallel_content import compare_contents, published_content
 from jarvis_bench.scale_corpus import write_corpus
+from jarvis_core.settings import CACHE_ENV
 
 SOURCES = ("notes", "issues", "scale", "lists")  # the corpus's vault, tickets, repo, mail
 MODES = (("sequential", 1), ("parallel", len(SOURCES)))
@@ -90,9 +93,11 @@ def _command(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def _env(root: Path, home: Path) -> dict[str, str]:
+def _env(root: Path, home: Path, warm: bool) -> dict[str, str]:
+    """The runs' environment; ``warm``: with the cache the warm-up filled (``_shared_cache``),
+    not the mode's own (a cache under each data directory, by default)."""
     return {**os.environ, "DAGSTER_HOME": str(home), "JARVIS_CONFIG": str(root / "jarvis.yaml"),
-            "HF_HUB_OFFLINE": "1",
+            "HF_HUB_OFFLINE": "1", **({CACHE_ENV: str(_shared_cache(root))} if warm else {}),
             "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT),
                                                          os.environ.get("PYTHONPATH")]))}
 
@@ -105,14 +110,20 @@ def _write_config(root: Path, corpus: Path, vector_cache: bool) -> Path:
     return root / "jarvis.yaml"
 
 
+def _shared_cache(root: Path) -> Path:
+    return root.parent / "cache"
+
+
 def _warm_vector_cache(root: Path, corpus: Path) -> None:
     """A refresh of the corpus beforehand, so that both modes read every vector from the
     cache (``$JARVIS_CACHE_DIR``) instead of computing it."""
     root.mkdir()
     config = _write_config(root, corpus, vector_cache=True)
+    shutil.rmtree(_shared_cache(root), ignore_errors=True)
     done = subprocess.run([_command("jarvis"), "--config", str(config),
                            "refresh", "--json"], capture_output=True, text=True,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                          env={**os.environ, "HF_HUB_OFFLINE": "1",
+                               CACHE_ENV: str(_shared_cache(root))})
     if done.returncode != 0:
         raise ParallelBenchError(f"warming the vector cache failed: {done.stderr[-2000:]}")
 
@@ -178,11 +189,28 @@ def _phase(instance, workspace: str, env: dict[str, str], launches: list[tuple[s
         raise ParallelBenchError(f"runs failed: {', '.join(failed)} "
                                  f"(their logs: {instance.root_directory})")
     held: dict[str, float] = {}
+    embedded = {"computed": 0, "from_cache": 0}
     for record in records:
         for store, seconds in _held_in(instance, record.dagster_run.run_id).items():
             held[store] = held.get(store, 0.0) + seconds
+        for name, count in _embedded_in(instance, record.dagster_run.run_id).items():
+            embedded[name] += count
     return {"wall_seconds": max(r.end_time for r in records) - min(r.start_time for r in records),
-            "run_seconds": sum(r.end_time - r.start_time for r in records), "held": held}
+            "run_seconds": sum(r.end_time - r.start_time for r in records), "held": held,
+            "embedded": embedded}
+
+
+def _embedded_in(instance, run_id: str) -> dict[str, int]:
+    """Vectors the run's embeddings computed and read from the vector cache."""
+    import dagster as dg
+
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
+        materialization = entry.asset_materialization
+        if materialization.asset_key == dg.AssetKey(EMBEDDINGS):
+            metadata = {key: value.value for key, value in materialization.metadata.items()}
+            from_cache = metadata["embedded_from_cache"]
+            return {"computed": metadata["embedded"] - from_cache, "from_cache": from_cache}
+    return {}
 
 
 def _held_in(instance, run_id: str) -> dict[str, float]:
@@ -207,7 +235,7 @@ def run_mode(root: Path, corpus: Path, concurrent: int, warm: bool, timeout: flo
     from jarvis_pipeline.refresh import register_sources
 
     home = _configure(root, corpus, concurrent, vector_cache=warm)
-    env = _env(root, home)
+    env = _env(root, home, warm)
     config = load_config(root / "jarvis.yaml")
     definitions = build_definitions(config)
     socket = str(Path(tempfile.mkdtemp(prefix="jarvis-grpc-")) / "code.sock")
@@ -255,6 +283,8 @@ def run_mode(root: Path, corpus: Path, concurrent: int, warm: bool, timeout: flo
             "run_seconds": round(sum(p["run_seconds"] for p in phases.values()), 2),
             "held_seconds": held,
             "cpu_seconds": round(sum(sampler.cpu.values()), 2),
+            "vectors": {name: sum(p["embedded"][name] for p in phases.values())
+                        for name in ("computed", "from_cache")},
             "peak_rss_mb": round(sampler.peak_total / 2**20, 1),
             "peak_process_rss_mb": round(sampler.peak_process / 2**20, 1),
             "phases_seconds": {name: round(p["wall_seconds"], 2) for name, p in phases.items()}}

@@ -11,7 +11,7 @@ import click
 from jarvis_cli.common import emit
 
 _SHOWN = ("max_concurrent_runs", "wall_seconds", "cpu_seconds", "peak_rss_mb",
-          "peak_process_rss_mb", "phases_seconds")
+          "peak_process_rss_mb", "phases_seconds", "vectors")
 
 
 def _render(result: dict) -> None:
