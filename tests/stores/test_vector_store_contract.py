@@ -13,8 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import qdrant_edge as qe
 
+from jarvis_core.stores.vectors import edge
 from jarvis_core.stores.vectors.base import (
+    VECTOR_NAME,
     VectorPoint,
     VectorStoreBusy,
     VectorStoreError,
@@ -29,6 +32,8 @@ from jarvis_core.stores.vectors.server import QdrantServerVectorStore
 DIM = 8
 MODEL = "test/model-a"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Edge keeps vectors in float16 (11 significant bits): scores and vectors agree to this.
+VECTOR_ROUNDING = 1e-3
 
 
 def cid(number: int) -> str:
@@ -106,8 +111,8 @@ def test_search_returns_nearest_first_with_payload(store):
     ])
     hits = store.search(vec(2, 0), limit=3)
     assert ids(hits) == [cid(1), cid(2), cid(3)]
-    assert hits[0].score == pytest.approx(1.0, abs=1e-6)
-    assert hits[1].score == pytest.approx(2 ** -0.5, abs=1e-6)
+    assert hits[0].score == pytest.approx(1.0, abs=VECTOR_ROUNDING)
+    assert hits[1].score == pytest.approx(2 ** -0.5, abs=VECTOR_ROUNDING)
     assert hits[0].payload == {"source": "work", "title": "exact", "chunk_id": cid(1)}
 
 
@@ -128,7 +133,7 @@ def test_upsert_of_the_same_chunk_replaces_it(store):
     hits = store.search(vec(0, 1), limit=10)
     assert [(hit.chunk_id, hit.payload["title"]) for hit in hits] == [
         (cid(1), "new"), (cid(2), "last in the batch wins")]
-    np.testing.assert_allclose(store.vectors([cid(1)])[cid(1)], vec(0, 1), atol=1e-6)
+    np.testing.assert_allclose(store.vectors([cid(1)])[cid(1)], vec(0, 1), atol=VECTOR_ROUNDING)
 
 
 def test_delete_removes_points_and_ignores_missing_ids(store):
@@ -167,7 +172,7 @@ def test_vectors_are_returned_unit_length_by_chunk_id(store):
     store.upsert([VectorPoint(cid(1), vec(3, 4), {}), VectorPoint(cid(2), vec(0, 2), {})])
     found = store.vectors([cid(1), cid(2), cid(99)])
     assert set(found) == {cid(1), cid(2)}
-    np.testing.assert_allclose(found[cid(1)], vec(0.6, 0.8), atol=1e-6)
+    np.testing.assert_allclose(found[cid(1)], vec(0.6, 0.8), atol=VECTOR_ROUNDING)
     assert store.vectors([]) == {}
 
 
@@ -346,6 +351,30 @@ def test_collection_name_is_safe_deterministic_and_per_model_and_precision():
 def edge_store(tmp_path):
     with EdgeVectorStore(tmp_path / "vectors", "chunks", DIM, MODEL) as store:
         yield store
+
+
+def _stored_datatype(directory: Path) -> str | None:
+    return json.loads((directory / "edge_config.json").read_text())["vectors"][VECTOR_NAME].get(
+        "datatype")
+
+
+def test_edge_keeps_new_vectors_in_float16_and_older_shards_as_they_were(tmp_path, monkeypatch):
+    """float16 halves what the index build at publish holds; a shard made in float32 before
+    opens and keeps float32 (no rewrite, no refused load)."""
+    points = [VectorPoint(cid(n), vec(1, n), {"source": "work"}) for n in range(1, 4)]
+    with EdgeVectorStore(tmp_path, "new", DIM, MODEL) as new:
+        new.upsert(points)
+    assert _stored_datatype(tmp_path / "new") == "float16"
+    monkeypatch.setattr(edge, "VECTOR_DATATYPE", qe.VectorStorageDatatype.Float32)
+    with EdgeVectorStore(tmp_path, "older", DIM, MODEL) as older:
+        older.upsert(points)
+    monkeypatch.undo()
+    with EdgeVectorStore(tmp_path, "older", DIM, MODEL) as reopened:
+        reopened.upsert([VectorPoint(cid(4), vec(1, 4), {"source": "work"})])
+        reopened.optimize()
+        assert ids(reopened.search(vec(1, 2), limit=1)) == [cid(2)]
+        assert reopened.count() == 4
+    assert _stored_datatype(tmp_path / "older") in (None, "float32")  # Edge's default
 
 
 def test_edge_second_process_gets_busy_with_the_path(edge_store):

@@ -34,6 +34,13 @@ EDGE_UPSERT_BATCH = 1024  # fastest measured: per-call overhead below, payload c
 
 
 EDGE_SIDECAR = "jarvis_vector_store.json"
+# New shards keep their vectors in float16. Unit vectors lose nothing a ranking sees (SciFact,
+# 10,254 chunks: the same top 10 for every query, nDCG@10 0.6556 either way), and Edge's
+# index build at publish, the largest memory peak of a refresh, needs 38% less of it and 25%
+# less CPU (100k vectors: 371 against 596 MB, 96 against 127 CPU-s). Shards made before keep
+# float32: an opened shard keeps the type it was made with.
+VECTOR_DATATYPE = qe.VectorStorageDatatype.Float16
+VECTOR_DATATYPE_NAME = "float16"  # as edge_config.json records it
 
 
 def _edge_filter(conditions: list[Condition]):
@@ -143,10 +150,11 @@ class EdgeVectorStore(VectorStore):
             self.close()
             shutil.rmtree(self.directory, ignore_errors=True)
 
-    def _config(self):
+    def _config(self, datatype: qe.VectorStorageDatatype | None = None):
         return qe.EdgeConfig(
             vectors={VECTOR_NAME: qe.EdgeVectorParams(size=self.dimension,
-                                                      distance=qe.Distance.Cosine)},
+                                                      distance=qe.Distance.Cosine,
+                                                      datatype=datatype)},
             # The binding requires full_scan_threshold; 10 000 KB is Qdrant's own default.
             hnsw_config=qe.HnswIndexConfig(m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT,
                                            full_scan_threshold=10_000),
@@ -180,7 +188,8 @@ class EdgeVectorStore(VectorStore):
         while True:
             try:
                 if (self.directory / "edge_config.json").exists():
-                    return qe.EdgeShard.load(str(self.directory), self._config())
+                    return qe.EdgeShard.load(str(self.directory),
+                                             self._config(self._stored_datatype()))
                 return self._create_shard()
             except Exception as exc:  # qdrant_edge raises a bare Exception with a message
                 if "WouldBlock" not in str(exc):
@@ -194,8 +203,15 @@ class EdgeVectorStore(VectorStore):
                 time.sleep(min(delay, remaining))
                 delay = min(delay * 2, 2.0)
 
+    def _stored_datatype(self) -> qe.VectorStorageDatatype | None:
+        """The type the shard keeps its vectors in; None: float32, Edge's default (a config
+        that leaves it out is refused by a float16 shard)."""
+        stored = json.loads((self.directory / "edge_config.json").read_text())["vectors"]
+        datatype = stored.get(VECTOR_NAME, {}).get("datatype")
+        return VECTOR_DATATYPE if datatype == VECTOR_DATATYPE_NAME else None
+
     def _create_shard(self):
-        shard = qe.EdgeShard.create(str(self.directory), self._config())
+        shard = qe.EdgeShard.create(str(self.directory), self._config(VECTOR_DATATYPE))
         for name in KEYWORD_FIELDS:
             shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
         shard.update(qe.UpdateOperation.create_field_index(DATETIME_FIELD,
