@@ -78,7 +78,8 @@ def measured_refresh(config_path: Path) -> dict:
         raise ScaleError(f"refresh of {config_path} failed: {report['reasons']}, "
                          f"failed steps {[s['failed_steps'] for s in report['sources']]}")
     launched = cost.pop("launched")
-    return {**cost, "first_searchable_seconds": round(child["searchable_at"] - launched, 2),
+    return {**cost, "peak_anon_mb": child["peak_anon_mb"],
+            "first_searchable_seconds": round(child["searchable_at"] - launched, 2),
             "complete_seconds": round(child["complete_at"] - launched, 2),
             "startup_seconds": round(child["refresh_started"] - launched, 2),
             "startup_peak_rss_mb": child["startup_peak_rss_mb"],
@@ -126,7 +127,7 @@ def _edit_refresh(config_path: Path, edited: str) -> dict:
     sources ran."""
     refresh = measured_refresh(config_path)
     return {key: refresh[key] for key in ("wall_seconds", "cpu_seconds", "peak_rss_mb",
-                                          "complete_seconds", "layers")} | {
+                                          "peak_anon_mb", "complete_seconds", "layers")} | {
         "edited": edited, "sources_run": sorted(refresh["report"]["reasons"])}
 
 

@@ -5,8 +5,10 @@
   process's peak RSS (VmHWM) every ``TICK_SECONDS`` and resets it (``/proc/self/clear_refs``),
   so every tick knows the true peak of its own interval: no peak is missed, and a layer's peak
   is the highest of the ticks its steps overlap (a peak within a tick of a layer's boundary
-  may count on both sides). A layer's steps, with their own asset checks, are the Dagster
-  steps' start and end events of the refresh's runs.
+  may count on both sides). It reads the anonymous part of RSS (``RssAnon``) at each tick too:
+  memory the process owns, without the pages of store files it maps (Qdrant Edge's, which
+  the kernel drops under pressure). A layer's steps, with their own asset checks, are the
+  Dagster steps' start and end events of the refresh's runs.
 - ``python -m jarvis_bench.scale_child queries CONFIG BUNDLES``: warm p50/p95 of keyword,
   semantic, hybrid, graph depth 2 and GraphRAG searches on the published version, through
   ``KnowledgeBase`` as the MCP server and the CLI use it.
@@ -33,6 +35,7 @@ QUERIES = 100
 CLEAR_REFS = Path("/proc/self/clear_refs")
 STATUS = Path("/proc/self/status")
 _HWM = re.compile(r"^VmHWM:\s+(\d+) kB", re.MULTILINE)
+_ANON = re.compile(r"^RssAnon:\s+(\d+) kB", re.MULTILINE)
 
 
 def _cpu_seconds() -> float:
@@ -43,20 +46,23 @@ def _cpu_seconds() -> float:
 
 
 class PeakSampler:
-    """Ticks of (time, peak RSS in KiB since the previous tick, CPU seconds so far). The first
-    tick holds the peak of everything before the sampler started."""
+    """Ticks of (time, peak RSS in KiB since the previous tick, anonymous RSS in KiB at the
+    tick, CPU seconds so far). The first tick holds the peak of everything before the sampler
+    started."""
 
     def __init__(self) -> None:
         self.times, self.peaks_kib, self.cpu = array("d"), array("d"), array("d")
+        self.anon_kib = array("d")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="jarvis-peak-sampler",
                                         daemon=True)
 
     def _tick(self) -> None:
-        peak = int(_HWM.search(STATUS.read_text()).group(1))
+        status = STATUS.read_text()
         CLEAR_REFS.write_text("5")  # VmHWM starts again from the current RSS
         self.times.append(time.time())
-        self.peaks_kib.append(peak)
+        self.peaks_kib.append(int(_HWM.search(status).group(1)))
+        self.anon_kib.append(int(_ANON.search(status).group(1)))
         self.cpu.append(_cpu_seconds())
 
     def _run(self) -> None:
@@ -74,17 +80,22 @@ class PeakSampler:
         self._tick()
 
     def span(self, start: float, end: float) -> dict:
-        """CPU seconds (interpolated between ticks) and the peak RSS (MB) of [start, end]:
-        the highest of the ticks whose intervals overlap it."""
+        """CPU seconds (interpolated between ticks), the peak RSS and the highest anonymous
+        RSS (MB) of [start, end]: the highest of the ticks whose intervals overlap it."""
         times, cpu = np.frombuffer(self.times), np.frombuffer(self.cpu)
         first, last = np.searchsorted(times, [start, end])
-        peak = np.frombuffer(self.peaks_kib)[first:min(last, len(times) - 1) + 1].max(initial=0)
+        ticks = slice(first, min(last, len(times) - 1) + 1)
         return {"cpu_seconds": float(np.interp(end, times, cpu) - np.interp(start, times, cpu)),
-                "peak_rss_mb": float(peak) / 1024}
+                "peak_rss_mb": float(np.frombuffer(self.peaks_kib)[ticks].max(initial=0)) / 1024,
+                "peak_anon_mb": float(np.frombuffer(self.anon_kib)[ticks].max(initial=0)) / 1024}
 
     @property
     def peak_rss_mb(self) -> float:
         return max(self.peaks_kib) / 1024
+
+    @property
+    def peak_anon_mb(self) -> float:
+        return max(self.anon_kib) / 1024
 
 
 def step_spans(instance, run_ids: list[str]) -> list[tuple[str, float, float]]:
@@ -111,19 +122,23 @@ def step_spans(instance, run_ids: list[str]) -> list[tuple[str, float, float]]:
 
 def layer_costs(sampler: PeakSampler, spans: list[tuple[str, float, float]]) -> dict:
     """Per layer: wall and CPU seconds summed over its steps (one per source, two for a
-    publish of a progressive refresh), the highest peak RSS, and how many steps."""
+    publish of a progressive refresh), the highest peak RSS and anonymous RSS, and how many
+    steps."""
     layers: dict[str, dict] = {}
     for layer, start, end in spans:
         cost = sampler.span(start, end)
         entry = layers.setdefault(layer, {"wall_seconds": 0.0, "cpu_seconds": 0.0,
-                                          "peak_rss_mb": 0.0, "steps": 0})
+                                          "peak_rss_mb": 0.0, "peak_anon_mb": 0.0,
+                                          "steps": 0})
         entry["wall_seconds"] += end - start
         entry["cpu_seconds"] += cost["cpu_seconds"]
-        entry["peak_rss_mb"] = max(entry["peak_rss_mb"], cost["peak_rss_mb"])
+        for peak in ("peak_rss_mb", "peak_anon_mb"):
+            entry[peak] = max(entry[peak], cost[peak])
         entry["steps"] += 1
     return {layer: {"wall_seconds": round(entry["wall_seconds"], 2),
                     "cpu_seconds": round(entry["cpu_seconds"], 2),
                     "peak_rss_mb": round(entry["peak_rss_mb"], 1),  # as the whole's
+                    "peak_anon_mb": round(entry["peak_anon_mb"], 1),
                     "steps": entry["steps"]} for layer, entry in sorted(layers.items())}
 
 
@@ -152,6 +167,7 @@ def measured_refresh(config_path: Path) -> dict:
     layers = layer_costs(sampler, spans)
     whole = sampler.span(refresh_started, refresh_ended)
     return {"report": report, "layers": layers, "peak_rss_mb": round(sampler.peak_rss_mb, 1),
+            "peak_anon_mb": round(sampler.peak_anon_mb, 1),
             "startup_peak_rss_mb": round(sampler.peaks_kib[0] / 1024, 1),
             "refresh_started": refresh_started,
             "searchable_at": refresh_started + seconds.get(

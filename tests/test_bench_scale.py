@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import mailbox
+import mmap
 import random
 import re
 import subprocess
@@ -87,6 +88,7 @@ def test_each_layer_has_its_wall_cpu_and_peak_rss(tiny_scale):
     for name, layer in layers.items():
         assert layer["wall_seconds"] > 0 and layer["cpu_seconds"] >= 0, name
         assert 50 < layer["peak_rss_mb"] <= row["peak_rss_mb"], name
+        assert 0 < layer["peak_anon_mb"] <= layer["peak_rss_mb"], name
     assert sum(layer["wall_seconds"] for layer in layers.values()) < row["wall_seconds"]
 
 
@@ -104,6 +106,21 @@ def test_the_sampler_gives_each_span_its_own_peak():
     high, low = sampler.span(first, second), sampler.span(second + 0.1, end)
     assert high["peak_rss_mb"] > low["peak_rss_mb"] + 250
     assert sampler.peak_rss_mb >= high["peak_rss_mb"]
+
+
+def test_the_sampler_tells_mapped_store_files_from_memory_the_process_owns(tmp_path):
+    """Pages of a mapped file (Edge's segments) count in RSS, not in its anonymous part."""
+    segment = tmp_path / "segment"
+    segment.write_bytes(b"\1" * (300 * 2**20))
+    with PeakSampler() as sampler:
+        start = time.time()
+        with open(segment, "rb") as file, mmap.mmap(file.fileno(), 0,
+                                                    access=mmap.ACCESS_READ) as mapped:
+            assert sum(mapped[offset] for offset in range(0, len(mapped), 4096)) == 76800
+            time.sleep(0.1)
+        end = time.time()
+    span = sampler.span(start, end)
+    assert span["peak_rss_mb"] - span["peak_anon_mb"] > 250
 
 
 def test_a_childs_peak_is_its_own_not_its_parents(tiny_scale):
