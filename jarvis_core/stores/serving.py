@@ -62,9 +62,11 @@ SERVING_TABLES = {
                        "FROM analytics_snapshots GROUP BY source) USING (source, snapshot_id)",
 }
 # Search results are joined to their chunk rows by id, and keyword and GraphRAG results to
-# their documents' chunks: indexes make those point lookups (100k chunks: 46 -> 8 ms).
+# their documents' chunks: indexes make those point lookups (100k chunks: 46 -> 8 ms); a
+# document named by a person is looked up by name, then by key (jarvis_query/lookup.py).
 SERVING_INDEXES = {"chunks_by_id": "chunks(chunk_id)", "chunks_by_doc": "chunks(doc_key)",
-                   "document_names_by_name": "document_names(name)"}
+                   "document_names_by_name": "document_names(name)",
+                   "documents_by_key": "documents(doc_key)"}
 
 
 def serving_root(data_dir: Path) -> Path:

@@ -164,6 +164,7 @@ def _publish(data_dir, staging) -> dict:
             conn.execute("INSERT INTO graph_edges VALUES (?, ?, ?, ?, ?, ?, ?, ?, [], ?, 1.0)",
                          [edge.key, edge.source, edge.origin, edge.src, edge.dst, edge.relation,
                           edge.confidence, edge.extractor, edge.evidence_text])
+        conn.execute(f"CREATE TABLE document_names AS {serving.DOCUMENT_NAMES}")
         conn.execute("INSERT INTO graph_broken_links (source, origin, target, reason, "
                      "candidates, line, evidence) VALUES ('lumen', ?, 'seen()', 'ambiguous', "
                      "?, 9, [])", [f"file:lumen/{API}",
