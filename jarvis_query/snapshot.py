@@ -32,6 +32,7 @@ from jarvis_core.config import (
     JarvisConfig,
 )
 from jarvis_core.stores import serving
+from jarvis_core.stores.connections import remember_missing_pandas
 
 if TYPE_CHECKING:
     from jarvis_core.stores.graph.base import GraphStore
@@ -199,6 +200,7 @@ def _state(exc: BaseException) -> str:
 
 def open_snapshot(config: JarvisConfig, version: serving.PublishedVersion) -> Snapshot:
     """``version`` opened and checked (a damaged tables file fails here, not mid-request)."""
+    remember_missing_pandas()
     tables = duckdb.connect(str(version.tables_path), read_only=True)
     try:
         tables.execute("SELECT count(*) FROM chunks").fetchone()
