@@ -44,9 +44,27 @@ def fp32() -> Embedder:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    """One conversion cache for the module: OpenVINO converts the model once, not per test."""
-    return tmp_path_factory.mktemp("embedder-cache")
+def started_together(tmp_path_factory) -> tuple:
+    """Two processes started at once on a fresh cache, as source runs on a first refresh:
+    the cache, and whether each loaded torch (sorted; None where OpenVINO is unavailable)."""
+    cache = tmp_path_factory.mktemp("embedder-cache")
+    if backend_problem(OPENVINO):
+        return cache, None
+    code = ("import sys; from jarvis_core.text.embedder import Embedder; "
+            f"Embedder({MODEL!r}, backend={OPENVINO!r}, cache_dir=sys.argv[1]); "
+            "print('torch' in sys.modules)")
+    starts = [subprocess.Popen([sys.executable, "-c", code, str(cache)],
+                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    loaded_torch = sorted(start.communicate()[0].strip() for start in starts)
+    assert [start.returncode for start in starts] == [0, 0]
+    return cache, loaded_torch
+
+
+@pytest.fixture(scope="module")
+def cache_dir(started_together):
+    """One conversion cache for the module (the one the two processes filled): OpenVINO
+    converts the model once, not per test."""
+    return started_together[0]
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -157,18 +175,12 @@ def test_after_the_conversion_a_process_embeds_without_torch(fp32, cache_dir):
 
 @pytest.mark.skipif(bool(backend_problem(OPENVINO)),
                     reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
-def test_processes_starting_together_on_a_fresh_cache_convert_once(tmp_path):
+def test_processes_starting_together_on_a_fresh_cache_convert_once(started_together):
     """Source runs started at once wait for the first one's conversion and embed without
     torch, instead of each loading torch and converting."""
-    code = ("import sys; from jarvis_core.text.embedder import Embedder; "
-            f"Embedder({MODEL!r}, backend={OPENVINO!r}, cache_dir=sys.argv[1]); "
-            "print('torch' in sys.modules)")
-    starts = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)],
-                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
-    loaded_torch = sorted(start.communicate()[0].strip() for start in starts)
-    assert [start.returncode for start in starts] == [0, 0]
+    cache, loaded_torch = started_together
     assert loaded_torch == ["False", "True"]
-    assert len(list(tmp_path.rglob("*.xml"))) == 1
+    assert len(list(cache.rglob("*.xml"))) == 1
 
 
 @pytest.mark.skipif(bool(backend_problem(OPENVINO)),
