@@ -17,7 +17,8 @@ MIN_HASH_PREFIX = 7
 # The documents a name may name, by the published ``document_names`` (every name a document
 # answers to, lower-cased paths among them; indexed): its key, its path with and without
 # '.md' (and its source), a name of its kind, or for a hash, names it starts. A lookup reads
-# a handful of rows instead of every document's names (66,665 documents: 16 -> 2 ms).
+# a handful of rows instead of every document's names (66,665 documents: a 16 ms scan;
+# here 0.6 ms for the names, 1.2 ms for the documents they name).
 _CANDIDATES = """
     SELECT doc_key FROM document_names WHERE name IN ($id, $path, $path || '.md')
     UNION SELECT doc_key FROM document_names
