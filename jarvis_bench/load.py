@@ -31,11 +31,10 @@ import yaml
 from jarvis_bench.load_clients import LoadRun, Plans, comparable, profile_calls, run_clients
 from jarvis_core.audit import audit_path, latency
 from jarvis_core.config import JarvisConfig, load_config
-from jarvis_core.settings import CACHE_ENV
+from jarvis_core.settings import CACHE_ENV, MODEL_CACHE_PARTS
 from jarvis_core.stores import serving
 
 JARVIS = str(Path(sys.executable).with_name("jarvis"))
-MODEL_CACHE_PARTS = ("openvino", "query-model", "embeddings")
 EDITED_NOTE = "Projects/Lumen/Architecture/Alerting.md"
 # Source names that no document of the sample contains, so finding one in an answer of a
 # profile that leaves it out is a leak.

@@ -32,6 +32,9 @@ NEO4J_USER_ENV = "NEO4J_USER"
 NEO4J_PASSWORD_ENV = "NEO4J_PASSWORD"
 WEBHOOK_ENV = "JARVIS_WEBHOOK_URL"
 CACHE_ENV = "JARVIS_CACHE_DIR"
+# What a cache directory holds: converted models, exported query models, vectors by text
+# (another cache can start as a copy of them: the tests' and the load benchmark's do).
+MODEL_CACHE_PARTS = ("openvino", "query-model", "embeddings")
 DEFAULT_CONFIG_NAME = "jarvis.yaml"
 DEFAULT_DATA_DIR = ".jarvis"
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"

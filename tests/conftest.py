@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 
 from jarvis_core.config import JarvisConfig, load_config
-from jarvis_core.settings import CACHE_ENV
+from jarvis_core.settings import CACHE_ENV, MODEL_CACHE_PARTS
 from tests import postgres_server as postgres_server_module
 from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, write_config
 
 # What `jarvis refresh` on the sample (README command 1) converted, exported and embedded.
 PROJECT_MODEL_CACHE = PROJECT_ROOT / ".jarvis" / "cache"
-MODEL_CACHE_PARTS = ("openvino", "query-model", "embeddings")
 
 
 @pytest.fixture(scope="session", autouse=True)

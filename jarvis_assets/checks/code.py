@@ -7,7 +7,7 @@ import dagster as dg
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.metadata import markdown_table
 from jarvis_assets.partitions import source_partitions
-from jarvis_core.stores.tables import read_frame
+from jarvis_core.stores.tables import read_dicts
 from jarvis_resources import TablesResource
 
 # CALLS start at a symbol or, for a call at file level, at the file; every edge of these
@@ -30,7 +30,7 @@ _AMBIGUOUS_NAMES = """
 
 def code_edges_without_ends(conn, source: str) -> list[dict]:
     """The CALLS, EXTENDS and IMPLEMENTS edges of ``source`` missing an end."""
-    return read_frame(conn, _CODE_EDGES_WITHOUT_ENDS, [source]).to_dicts()
+    return read_dicts(conn, _CODE_EDGES_WITHOUT_ENDS, [source])
 
 
 @dg.asset_check(asset=knowledge_graph, blocking=True, partitions_def=source_partitions,

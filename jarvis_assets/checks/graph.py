@@ -10,7 +10,7 @@ from jarvis_assets.partitions import source_partitions
 from jarvis_assets.sources import ratio_warning
 from jarvis_core.graph.cross_source import WARN_REASONS
 from jarvis_core.sources.references import CROSS_EXTRACTOR
-from jarvis_core.stores.tables import read_frame
+from jarvis_core.stores.tables import read_dicts
 from jarvis_resources import GraphStoreResource, JarvisConfigResource, TablesResource
 
 # Edges (of the edges selected by $1) whose evidence text is empty or that cite chunks the
@@ -36,7 +36,7 @@ _CROSS_EDGES = "SELECT * FROM graph_edges WHERE extractor = $1"
 def _judged_edges(conn, selection: str, condition: str, parameter: str) -> list[dict]:
     """The selected edges that meet ``condition`` over dangling, no_text, unknown_chunks."""
     sql = _WITHOUT_EVIDENCE.format(selection=selection)
-    return read_frame(conn, f"SELECT * FROM ({sql}) WHERE {condition}", [parameter]).to_dicts()
+    return read_dicts(conn, f"SELECT * FROM ({sql}) WHERE {condition}", [parameter])
 
 
 @dg.asset_check(asset=knowledge_graph, blocking=True, partitions_def=source_partitions,
@@ -109,10 +109,10 @@ def cross_source_edges_valid(tables: TablesResource,
                 "match), listed in unresolved_references (warning).")
 def unresolved_ticket_references(tables: TablesResource) -> dg.AssetCheckResult:
     with tables.get_connection() as conn:
-        rows = read_frame(
+        rows = read_dicts(
             conn, "SELECT source, origin, written, reason, line FROM unresolved_references "
                   "WHERE list_contains(?, reason) ORDER BY source, origin, line",
-            [list(WARN_REASONS)]).to_dicts()
+            [list(WARN_REASONS)])
     return dg.AssetCheckResult(
         passed=not rows, severity=dg.AssetCheckSeverity.WARN,
         metadata={"unresolved": len(rows),

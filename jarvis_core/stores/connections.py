@@ -33,8 +33,8 @@ _DAMAGE = ("not a valid DuckDB database", "Corrupt database file", "Could not re
 def remember_missing_pandas() -> None:
     """DuckDB's Python client imports pandas for every parameter it binds and, where pandas
     is not installed (it is not a dependency here), searches the whole import path again
-    each time: 15 searches for a named document's lookup, 3 ms of a 20 ms graph search at
-    200k chunks. Recorded once as missing (None in ``sys.modules``, Python's own marker),
+    each time: 15 searches a query, 30 for a named document's lookup, 3 ms of a 20 ms graph
+    search at 200k chunks. Recorded once as missing (None in ``sys.modules``, Python's own marker),
     every later import fails at once, as it would have failed anyway."""
     if "pandas" not in sys.modules and importlib.util.find_spec("pandas") is None:
         sys.modules["pandas"] = None

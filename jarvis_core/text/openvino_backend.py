@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from jarvis_core.embedding_devices import import_openvino
-from jarvis_core.stores.locks import write_turn
+from jarvis_core.stores.locks import lock_path, write_turn
 from jarvis_core.text.runtime_tokenizer import (
     TOKENIZER_FILE,
     TokenizerUnsupported,
@@ -72,7 +72,7 @@ def converted_encoder(model_dir: Path, cache_dir: Path, precision: str, device: 
     ("f32", "bf16", "f16"), with its saved tokenizer and settings; None when an earlier
     process did not leave all three (the caller then loads the model). ``max_streams``: see
     ``_encoder``."""
-    target = cache_dir / "openvino" / conversion_key(model_dir)
+    target = _conversion_dir(model_dir, cache_dir)
     if not (target / MODEL_FILE).is_file():
         return None
     try:
@@ -102,13 +102,13 @@ def conversion_turn(model_dir: Path, cache_dir: Path) -> Iterator[None]:
     once) wait for the first one's conversion, then embed without torch, instead of each
     loading torch and converting (four runs at once spent 21 s of CPU more than one after
     another). Not held once the model is converted, nor where the cache is read-only."""
-    target = cache_dir / "openvino" / conversion_key(model_dir)
+    target = _conversion_dir(model_dir, cache_dir)
     if (target / MODEL_FILE).is_file():
         yield
         return
     with contextlib.ExitStack() as turn:
         try:
-            turn.enter_context(write_turn(target.parent / f".{target.name}.lock",
+            turn.enter_context(write_turn(lock_path(target),
                                           f"the conversion of {model_dir.name} to OpenVINO",
                                           CONVERSION_WAIT))
         except OSError as exc:  # a read-only cache, or a conversion stuck for 10 minutes
@@ -204,7 +204,7 @@ def _save_tokenizer(sentence_model, target: Path, settings: Settings, inputs: li
 def _model_file(sentence_model, model_dir: Path, cache_dir: Path) -> Path:
     """The model as OpenVINO IR, converted from the local weights on first use and kept in
     the cache; a new model version or library version gets a new directory."""
-    target = cache_dir / "openvino" / conversion_key(model_dir)
+    target = _conversion_dir(model_dir, cache_dir)
     model_file = target / MODEL_FILE
     if model_file.is_file():
         return model_file
@@ -224,6 +224,11 @@ def _model_file(sentence_model, model_dir: Path, cache_dir: Path) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return model_file
+
+
+def _conversion_dir(model_dir: Path, cache_dir: Path) -> Path:
+    """Where the converted model, its tokenizer and settings are kept in the cache."""
+    return cache_dir / "openvino" / conversion_key(model_dir)
 
 
 def conversion_key(model_dir: Path) -> str:

@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 
 from jarvis_core import progress
+from jarvis_core.stores import tables
 from jarvis_core.stores.vectors.base import VectorPoint, VectorStore, embedding_text
 
 # The chunk columns a vector carries, with its document's tags (a note's tags, a ticket's or
@@ -79,10 +80,9 @@ class TableRows:
         ordered = sorted(wanted)
         for start in range(0, len(ordered), self.page):
             with self.connect() as conn:
-                cursor = conn.execute(PAYLOAD_SQL + " AND c.chunk_id IN (SELECT unnest($2))",
-                                      [self.source, ordered[start:start + self.page]])
-                names = [column[0] for column in cursor.description]
-                rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+                rows = tables.read_dicts(conn, PAYLOAD_SQL + " AND c.chunk_id IN "
+                                         "(SELECT unnest($2))",
+                                         [self.source, ordered[start:start + self.page]])
             yield sorted(rows, key=lambda row: row["chunk_id"])
 
 
