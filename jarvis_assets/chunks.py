@@ -7,12 +7,7 @@ from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.kind import SourceKind
-from jarvis_core.text.documents import (
-    chunk_config_id,
-    plan_chunks,
-    read_stale_documents,
-    write_chunks,
-)
+from jarvis_core.text.documents import chunk_config_id, chunk_source
 from jarvis_core.text.tokens import token_counter
 from jarvis_resources import JarvisConfigResource, TablesResource
 
@@ -42,25 +37,21 @@ def chunks_asset(kinds: tuple[SourceKind, ...]) -> dg.AssetsDefinition:
         counter = token_counter(config.embedding.model, config.chunking.max_tokens)
         config_id = chunk_config_id(config.embedding.model, counter.max_tokens,
                                     config.chunking.overlap_tokens)
-        with tables.get_connection() as conn:
-            stale = read_stale_documents(conn, source, config.kind_of(source), config_id)
-        plan = plan_chunks(source, stale, counter, config.chunking.overlap_tokens, config_id)
+        run = chunk_source(tables.get_connection, source, config.kind_of(source), counter,
+                           config.chunking.overlap_tokens, config_id,
+                           config.resources.batch_documents)
         watch.lap("chunk")
-        for path, reason in plan.failed:
+        for path, reason in run.failed:
             context.log.warning(f"{source}/{path}: not chunked: {reason}")
-        with tables.get_connection() as conn:
-            total, max_tokens = write_chunks(conn, plan)
-        watch.lap("write")
-        counts = plan.counts()
-        context.log.info(f"{source}: chunks {counts}")
+        context.log.info(f"{source}: chunks {run.counts}")
         return dg.MaterializeResult(metadata={
-            **counts, **watch.seconds,
-            "dagster/row_count": total,
+            **run.counts, **watch.seconds,
+            "dagster/row_count": run.total,
             "token_limit": counter.max_tokens,
-            "largest_chunk_tokens": max_tokens,
+            "largest_chunk_tokens": run.max_tokens,
             "chunk_config": config_id,
-            "summary": counts_table(counts),
-            "preview": markdown_table(plan.chunk_rows,
+            "summary": counts_table(run.counts),
+            "preview": markdown_table(run.preview,
                                       ["path", "heading_path", "token_count", "text"]),
         })
 

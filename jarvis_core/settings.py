@@ -169,6 +169,12 @@ class ResourceSettings(Strict):
         return max(1, self.max_memory_mb // 1024)
 
     @property
+    def batch_documents(self) -> int:
+        """Documents chunked at a time: 2 per MB of the budget (4,096 at the default), about
+        5 chunks each, a batch's texts and chunk rows some tens of MB."""
+        return self.max_memory_mb * 2
+
+    @property
     def batch_rows(self) -> int:
         """Rows read from the tables at a time: 16 per MB of the budget (32,768 at the
         default), a few MB of Python objects a batch."""

@@ -7,8 +7,7 @@ from jarvis_assets.keyword_index import keyword_index
 from jarvis_assets.metadata import markdown_table
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.stores.tables import read_frame
-from jarvis_core.stores.vectors.base import embedding_text
-from jarvis_core.text.documents import documents_sql
+from jarvis_core.text.documents import documents_sql, recount_unchecked_tokens
 from jarvis_core.text.tokens import token_counter
 from jarvis_resources import JarvisConfigResource, KeywordIndexResource, TablesResource
 
@@ -35,30 +34,28 @@ def every_document_has_chunks(context: dg.AssetCheckExecutionContext,
 
 
 @dg.asset_check(asset="chunks", blocking=True, partitions_def=source_partitions,
-                description="No chunk exceeds the embedding model's token limit, recounted "
-                "with the model's own tokenizer.")
+                description="No chunk exceeds the embedding model's token limit: the chunks "
+                "of documents chunked since the last check are recounted with the model's own "
+                "tokenizer, every stored count is held to the limit.")
 def chunks_within_token_limit(context: dg.AssetCheckExecutionContext,
                               jarvis: JarvisConfigResource,
                               tables: TablesResource) -> dg.AssetCheckResult:
-    config = jarvis.load()
+    config, source = jarvis.load(), context.partition_key
     counter = token_counter(config.embedding.model, config.chunking.max_tokens)
+    recount = recount_unchecked_tokens(tables.get_connection, source, counter,
+                                       config.resources.batch_rows)
     with tables.get_connection() as conn:
-        rows = read_frame(conn, "SELECT chunk_id, path, context, text, token_count FROM chunks "
-                                "WHERE source = ?", [context.partition_key])
-    recounted = counter.count([embedding_text(chunk_context, text) for chunk_context, text
-                               in rows.select("context", "text").iter_rows()])
-    over = [{"path": path, "chunk_id": chunk_id, "tokens": tokens}
-            for (chunk_id, path), tokens in zip(rows.select("chunk_id", "path").iter_rows(),
-                                                recounted)
-            if tokens > counter.max_tokens]
-    miscounted = sum(stored != actual
-                     for stored, actual in zip(rows["token_count"].to_list(), recounted))
+        stored_over, stored_largest = conn.execute(
+            "SELECT count(*) FILTER (WHERE token_count > $2), coalesce(max(token_count), 0) "
+            "FROM chunks WHERE source = $1", [source, counter.max_tokens]).fetchone()
     return dg.AssetCheckResult(
-        passed=not over and not miscounted,
-        metadata={"token_limit": counter.max_tokens, "chunks_checked": rows.height,
-                  "largest_chunk_tokens": max(recounted, default=0),
-                  "chunks_over_limit": len(over), "stored_counts_wrong": miscounted,
-                  "examples": markdown_table(over, ["path", "chunk_id", "tokens"])})
+        passed=not recount.over and not recount.miscounted and not stored_over,
+        metadata={"token_limit": counter.max_tokens, "chunks_checked": recount.chunks,
+                  "documents_checked": recount.documents,
+                  "largest_chunk_tokens": max(stored_largest, recount.largest),
+                  "chunks_over_limit": len(recount.over), "stored_counts_wrong": recount.miscounted,
+                  "stored_counts_over_limit": stored_over,
+                  "examples": markdown_table(recount.over, ["path", "chunk_id", "tokens"])})
 
 
 @dg.asset_check(asset="chunks", blocking=True,

@@ -20,7 +20,7 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -28,6 +28,7 @@ import duckdb
 
 from jarvis_core.stores.graph.elements import Edge, Node
 from jarvis_core.stores.serving import NotPublished, current_version
+from jarvis_core.stores.tables import Connect
 
 if TYPE_CHECKING:
     from jarvis_core.stores.graph.sqlite import SqliteGraphStore
@@ -172,7 +173,6 @@ def check_graph(store: SqliteGraphStore) -> dict[str, int]:
 
 # -- the three stores, healed from the tables --------------------------------------------
 
-Connect = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 _CHUNKS_BY_SOURCE = "SELECT source, count(*) FROM chunks GROUP BY source"
 
 

@@ -9,13 +9,17 @@ writers build their frames with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import duckdb
 import polars as pl
 
 from jarvis_core.stores.transaction import transaction
+
+# A way to open a short connection to the tables (each holds the tables' write turn).
+Connect = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ CHUNKS = Table("chunks", pl.Schema({
 CHUNKED_DOCUMENTS = Table("chunked_documents", pl.Schema({
     "source": pl.Utf8, "doc_key": pl.Utf8, "path": pl.Utf8, "doc_hash": pl.Utf8,
     "chunk_config": pl.Utf8, "chunk_count": pl.Int32,
+    "tokens_checked": pl.Boolean,  # a check recounted its chunks' tokens since it was chunked
 }), ("source", "doc_key"))
 
 # Every document of every source as its kind describes it (jarvis_core/sources/kind.py),

@@ -8,8 +8,10 @@ import pytest
 
 from jarvis_assets.partitions import kind_partitions, source_partitions
 from jarvis_assets.sources import raw_asset
+from jarvis_core import progress
 from jarvis_core.sources import registry
 from jarvis_core.stores.connections import read_only
+from jarvis_core.text.documents import chunk_config_id, chunk_source
 from jarvis_core.text.tokens import token_counter
 from jarvis_resources import build_resources
 from tests.pipeline_helpers import SAMPLE_VAULT, checks, metadata, rows, run, write_config
@@ -141,19 +143,32 @@ def test_bad_files_are_reported_and_the_rest_is_ingested(tmp_path, instance):
 
 
 def test_blocking_checks_fail_on_broken_chunks(sample_config, instance):
-    run(sample_config, "sample", instance)
+    first = run(sample_config, "sample", instance)
+    chunked = rows(sample_config, "SELECT count(*) FROM chunks")[0][0]
+    assert checks(first)["chunks_within_token_limit"].metadata["chunks_checked"].value == chunked
     paths = [p for (p,) in rows(sample_config, "SELECT DISTINCT path FROM chunks ORDER BY 1")]
     with store_connection(sample_config) as conn:
         conn.execute("DELETE FROM chunks WHERE path = ?", [paths[0]])
         conn.execute("INSERT INTO chunks SELECT * FROM chunks WHERE path = ? LIMIT 1", [paths[1]])
+        # a chunk the chunker wrote too long (its document not recounted yet) ...
         conn.execute("UPDATE chunks SET text = repeat('overflow ', 400) WHERE path = ?",
                      [paths[2]])
+        conn.execute("UPDATE chunked_documents SET tokens_checked = false WHERE path = ?",
+                     [paths[2]])
+        # ... and one stored over the limit in a document recounted before
+        conn.execute("UPDATE chunks SET token_count = 9999 WHERE path = ?", [paths[3]])
     result = run(sample_config, "sample", instance, raise_on_error=False)  # nothing changed
     assert not result.success
     evaluations = checks(result)
     for name in ("chunk_ids_unique", "chunks_within_token_limit", "every_document_has_chunks"):
         assert not evaluations[name].passed, name
         assert evaluations[name].blocking, name
+    tokens = {key: value.value for key, value
+              in evaluations["chunks_within_token_limit"].metadata.items()}
+    recounted = rows(sample_config, "SELECT count(*) FROM chunks WHERE path = ?", [paths[2]])
+    # only the document not recounted since it was chunked is recounted
+    assert tokens["chunks_checked"] == recounted[0][0] and tokens["documents_checked"] == 1
+    assert tokens["chunks_over_limit"] >= 1 and tokens["stored_counts_over_limit"] >= 1
 
 
 def test_unconfigured_source_is_purged(tmp_path, sample_vault, instance):
@@ -192,3 +207,38 @@ def test_store_schema_matches_declared_tables(sample_config, instance):
                 "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
                 "ORDER BY column_index", [table.name]).fetchall()]
             assert columns == list(table.schema), table.name
+
+
+def test_chunking_in_small_batches_stores_what_one_batch_stores(sample_config, instance):
+    """Documents are chunked a batch at a time (texts and chunk rows of one batch in
+    memory): in batches of 4 the source gets exactly the chunks one batch gives it."""
+    run(sample_config, "sample", instance)
+    whole = rows(sample_config, "SELECT chunk_id, doc_key, position, text, token_count "
+                                "FROM chunks ORDER BY chunk_id")
+    documents = rows(sample_config, "SELECT count(*) FROM chunked_documents")[0][0]
+    with store_connection(sample_config) as conn:
+        conn.execute("DELETE FROM chunks")
+        conn.execute("DELETE FROM chunked_documents")
+    tables = build_resources(str(sample_config.config_path))["tables"]
+    connections, reported = [], []
+
+    def connect():
+        connections.append(1)
+        return tables.get_connection()
+
+    progress.add_listener(reported.append)
+    try:
+        counter = token_counter("all-MiniLM-L6-v2")
+        config_id = chunk_config_id("all-MiniLM-L6-v2", counter.max_tokens,
+                                    sample_config.chunking.overlap_tokens)
+        chunked = chunk_source(connect, "sample", sample_config.kind_of("sample"), counter,
+                               sample_config.chunking.overlap_tokens, config_id, 4)
+    finally:
+        progress.remove_listener(reported.append)
+    assert chunked.counts["new"] == documents and chunked.total == len(whole)
+    assert rows(sample_config, "SELECT chunk_id, doc_key, position, text, token_count "
+                               "FROM chunks ORDER BY chunk_id") == whole
+    batches = -(-documents // 4)
+    assert len(connections) == 2 + 2 * batches  # stale and totals, then a read and a write each
+    done = [event.done for event in reported if event.layer == "chunks"]
+    assert done == sorted(done) and done[-1] == documents

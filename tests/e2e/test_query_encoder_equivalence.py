@@ -1,6 +1,7 @@
 """The exported query model against the ingest embedder on real chunks (token ids on the
-first 1,000 of the SciFact corpus, vectors on the first 200), each document (title + text) chunked as the ingest side chunks
-a note, embedded with the text the vectors are made from (``Chunk.embed_text``)."""
+first 1,000 of the SciFact corpus, vectors on the first 200), each document (title + text)
+chunked as the ingest side chunks a note, embedded with the text the vectors are made from
+(``Chunk.embed_text``)."""
 
 import gzip
 import json

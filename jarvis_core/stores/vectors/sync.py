@@ -27,6 +27,7 @@ import polars as pl
 
 from jarvis_core import progress
 from jarvis_core.stores import tables
+from jarvis_core.stores.tables import Connect
 from jarvis_core.stores.vectors.base import VectorPoint, VectorStore, embedding_text
 
 # The chunk columns a vector carries, with its document's tags (a note's tags, a ticket's or
@@ -60,7 +61,6 @@ class ChunkRows(Protocol):
     def pages(self, wanted: Collection[str]) -> Iterator[list[dict]]: ...
 
 
-Connect = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 
 
 @dataclass(frozen=True)
