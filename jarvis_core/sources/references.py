@@ -87,6 +87,7 @@ _DISPLAY_URL = re.compile(r"https?://[^\s<>\"'()\[\]]*?/display/[^/\s]+/([^\s?#<
 _MID_URL = re.compile(r"(?<![\w-])mid:([^\s<>\"'()\[\]/]+@[^\s<>\"'()\[\]/]+)", re.IGNORECASE)
 _MESSAGE_ID = re.compile(r"\bMessage-?ID\b:?\s*<([^\s<>@]+@[^\s<>]+)>", re.IGNORECASE)
 _LINE_BREAK = re.compile(r"\r\n?|\n")
+_NUMBER_SIGN = re.compile(r"#[1-9]")  # what every '#12' reference holds
 _HAS_LETTER, _HAS_DIGIT = re.compile(r"[a-f]"), re.compile(r"[0-9]")
 # The property naming a page or thread the same in every source that holds it.
 _DOCUMENT_IDS = {"page": "page_id", "thread": "thread_id"}
@@ -130,20 +131,29 @@ def find_references(text: str, *, default_repo: str | None = None,
         if key not in found or relation == FIXES:
             found[key] = Reference(kind, target, relation, text[start:end], start, end, line)
 
-    fixes = {match.start(1) for match in _CLOSING_JIRA.finditer(text)}
-    for match in (*_JIRA_KEY.finditer(text), *_SUFFIXED_KEY.finditer(text)):
+    # Each search runs only where what it needs is in the text (a number after '#', a '/',
+    # an '@'...): most texts have few of them, and the searches were most of a vault's graph.
+    keys = [*_JIRA_KEY.finditer(text), *_SUFFIXED_KEY.finditer(text)]
+    fixes = {match.start(1) for match in _CLOSING_JIRA.finditer(text)} if keys else set()
+    for match in keys:
         add(JIRA, match.group(1), FIXES if match.start(1) in fixes else MENTIONS,
             match.start(1), match.end(1))
-    for match in _MERGE_BRANCH.finditer(text):
-        group = 1 if match.group(1) is not None else 2
-        for key in _BRANCH_KEY.finditer(match.group(group)):
-            start = match.start(group) + key.start(1)
-            add(JIRA, key.group(1).upper(), MENTIONS, start, start + len(key.group(1)))
-    for match in _GITHUB_URL.finditer(text):
-        add(GITHUB, f"{match.group(1)}#{match.group(2)}", MENTIONS, match.start(), match.end())
-    for match in _GITHUB_REF.finditer(text):
-        add(GITHUB, f"{match.group(1)}#{match.group(2)}", MENTIONS, match.start(), match.end())
-    if default_repo:
+    if "Merge " in text:
+        for match in _MERGE_BRANCH.finditer(text):
+            group = 1 if match.group(1) is not None else 2
+            for key in _BRANCH_KEY.finditer(match.group(group)):
+                start = match.start(group) + key.start(1)
+                add(JIRA, key.group(1).upper(), MENTIONS, start, start + len(key.group(1)))
+    if "github.com" in text:
+        for match in _GITHUB_URL.finditer(text):
+            add(GITHUB, f"{match.group(1)}#{match.group(2)}", MENTIONS, match.start(),
+                match.end())
+    numbered = _NUMBER_SIGN.search(text) is not None
+    if numbered:
+        for match in _GITHUB_REF.finditer(text):
+            add(GITHUB, f"{match.group(1)}#{match.group(2)}", MENTIONS, match.start(),
+                match.end())
+    if default_repo and numbered:
         for match in _CLOSING.finditer(text):
             add(GITHUB, f"{default_repo}#{match.group(2)}", FIXES, match.start(2) - 1,
                 match.end(2))
@@ -155,7 +165,7 @@ def find_references(text: str, *, default_repo: str | None = None,
         if _HAS_LETTER.search(written) and _HAS_DIGIT.search(written):
             add(COMMIT, written, MENTIONS, match.start(1), match.end(1))
     urls = url_spans(text)
-    for match in _PATH.finditer(text):
+    for match in _PATH.finditer(text) if "/" in text else ():
         if not inside(urls, match.start(1)):
             add(PATH, match.group(1), MENTIONS, match.start(1), match.end(1))
     for kind, target, start, end in (*_document_citations(text),
@@ -177,7 +187,7 @@ def _document_citations(text: str) -> list[tuple[str, str, int, int]]:
     for match in _DISPLAY_URL.finditer(text):
         if title := unquote_plus(match.group(1)).strip():
             found.append((PAGE_TITLE, title, match.start(), match.end()))
-    for pattern in (_MID_URL, _MESSAGE_ID):
+    for pattern in (_MID_URL, _MESSAGE_ID) if "@" in text else ():
         for match in pattern.finditer(text):
             message_id = unquote(match.group(1)).strip("<>").rstrip(".,;:!?")
             found.append((MESSAGE, message_id, match.start(), match.end()))
