@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from jarvis_core.stores import serving
+from jarvis_core.stores.connections import release_cache
 
 if TYPE_CHECKING:
     from jarvis_core.stores.graph.sqlite import SqliteGraphStore
@@ -48,6 +49,7 @@ def publish_version(connect: Callable[[], AbstractContextManager[duckdb.DuckDBPy
             chunk_count, chunks_hash = conn.execute(
                 "SELECT count(*), md5(coalesce(string_agg(chunk_id, ',' ORDER BY chunk_id), "
                 "'')) FROM chunks").fetchone()
+            release_cache(conn)  # before the vector index build, not beside it
         vector_counts = vectors.counts_by_source()
         if vectors.backend == "edge":
             vectors.publish_copy(staging / serving.VECTORS_DIR)
