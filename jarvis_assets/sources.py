@@ -54,7 +54,8 @@ def raw_asset(kind: SourceKind, spec: RawAsset) -> dg.AssetsDefinition:
         settings = config.sources.get(source) if config.source_kind(source) == kind.name \
             else None
         run = IngestRun(source, settings, tables.get_connection, config.ingest,
-                        config.data_dir, utc_now(), context.log.warning)
+                        config.data_dir, utc_now(), context.log.warning,
+                        config.resources.batch_documents)
         try:
             done = kind.pipeline.ingest[spec.name](run)
         except SourceUnreachable as exc:

@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jarvis_core.settings import IngestSettings, SourceSettings
+from jarvis_core.settings import IngestSettings, ResourceSettings, SourceSettings
 
 if TYPE_CHECKING:
     import duckdb
@@ -127,6 +127,8 @@ class IngestRun:
     data_dir: Path
     now: datetime
     warn: Callable[[str], None]
+    # items parsed, then written, at a time (``resources.batch_documents``)
+    batch_items: int = ResourceSettings().batch_documents
 
 
 @dataclass

@@ -99,3 +99,25 @@ def test_unreadable_file_is_refused_with_the_os_reason(tmp_path, monkeypatch):
         monkeypatch.setattr(Path, "read_bytes", denied)
     with pytest.raises(NoteReadError, match="cannot read file: Permission denied"):
         read_note(_file(path, tmp_path), max_bytes=1000)
+
+
+def test_notes_go_to_the_writer_a_batch_at_a_time_and_nothing_changes():
+    """A vault's parsed notes are written ``batch_notes`` at a time (never all in memory):
+    the batches and what is left are the notes one plan holds."""
+    from jarvis_core.sources.vault.ingest import StoredNotes, plan_ingest
+    from tests.pipeline_helpers import SAMPLE_VAULT
+
+    def without_time(rows):
+        return sorted(({k: v for k, v in row.items() if k != "ingested_at"} for row in rows),
+                      key=lambda row: row["path"])
+
+    whole = plan_ingest("s", scan_vault(SAMPLE_VAULT), StoredNotes.none(), 1_000_000)
+    batches = []
+    rest = plan_ingest("s", scan_vault(SAMPLE_VAULT), StoredNotes.none(), 1_000_000,
+                       write_batch=batches.append, batch_notes=4)
+    assert [len(batch.note_rows) for batch in batches] == [4] * (len(whole.note_rows) // 4)
+    assert all(batch.removed_paths == {row["path"] for row in batch.note_rows}
+               for batch in batches)
+    written = [row for batch in batches for row in batch.note_rows] + rest.note_rows
+    assert without_time(written) == without_time(whole.note_rows)
+    assert rest.counts() == whole.counts() and rest.preview == batches[0].note_rows

@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import PurePosixPath
@@ -40,6 +41,7 @@ from jarvis_core.stores.keys import note_key
 
 PARSER_VERSION = 2
 PROGRESS_EVERY = 200  # notes between progress reports
+PREVIEW_ROWS = 100  # note rows kept for the asset's preview (which shows fewer)
 
 _LIMITS = IngestSettings()  # the defaults
 log = logging.getLogger(__name__)
@@ -61,6 +63,16 @@ class IngestPlan:
     unchanged: int = 0
     deleted: list[str] = field(default_factory=list)
     renamed: list[tuple[str, str]] = field(default_factory=list)
+    preview: list[dict] = field(default_factory=list)  # the first rows of notes written before
+
+    def take_batch(self) -> IngestPlan:
+        """The notes parsed so far, and the rows they replace, as a plan of their own to
+        write now; this plan keeps the counts and what is left."""
+        batch = IngestPlan(self.source, note_rows=self.note_rows, touched=self.touched,
+                           removed_paths=self.removed_paths)
+        self.preview = self.preview or self.note_rows[:PREVIEW_ROWS]
+        self.note_rows, self.touched, self.removed_paths = [], [], set()
+        return batch
 
     @property
     def failed(self) -> list[str]:
@@ -135,10 +147,14 @@ def cap_links(note: ParsedNote, limit: int) -> str | None:
 
 def plan_ingest(source: str, scan: VaultScan, stored_notes: StoredNotes,
                 max_note_bytes: int, *, max_links: int = _LIMITS.max_links_per_note,
-                max_item_seconds: float = _LIMITS.max_item_seconds) -> IngestPlan:
+                max_item_seconds: float = _LIMITS.max_item_seconds,
+                write_batch: Callable[[IngestPlan], None] | None = None,
+                batch_notes: int = 0) -> IngestPlan:
     """Compare a fresh scan with the stored notes and parse what is new or changed; a note
     with more than ``max_links`` links keeps the first ones, one that takes more than
-    ``max_item_seconds`` CPU seconds to read and parse is a failure."""
+    ``max_item_seconds`` CPU seconds to read and parse is a failure. With ``write_batch``,
+    every ``batch_notes`` parsed notes go to it as a plan of their own (so a vault's notes
+    are never all in memory at once); the plan returned holds the rest."""
     plan = IngestPlan(source=source)
     now = utc_now()
     stored = {row["path"]: row for row in stored_notes.notes.iter_rows(named=True)}
@@ -195,6 +211,8 @@ def plan_ingest(source: str, scan: VaultScan, stored_notes: StoredNotes,
         plan.removed_paths.add(file.path)
         (plan.changed if old else plan.new).append(file.path)
         hashes_seen[content_hash] = file.path
+        if write_batch is not None and len(plan.note_rows) >= batch_notes:
+            write_batch(plan.take_batch())
 
     progress.report(source, "raw_notes", len(notes), len(notes))
     on_disk = {file.path for file in notes}
@@ -237,16 +255,22 @@ def read_stored(conn: duckdb.DuckDBPyConnection, source: str) -> StoredNotes:
                                 "FROM ingest_failures WHERE source = ?", [source]))
 
 
-def write_plan(conn: duckdb.DuckDBPyConnection, plan: IngestPlan) -> tuple[int, int]:
-    """Write what the plan parsed, touched, removed and failed; (notes stored, notes with
-    warnings) after it."""
-    source = plan.source
-    tables.replace_rows(conn, NOTES, source=source, remove_paths=plan.removed_paths,
+def write_notes(conn: duckdb.DuckDBPyConnection, plan: IngestPlan) -> None:
+    """Write the notes the plan parsed, touched and removed."""
+    tables.replace_rows(conn, NOTES, source=plan.source, remove_paths=plan.removed_paths,
                         rows=plan.note_rows)
     if plan.touched:
         conn.executemany("UPDATE notes SET size_bytes = ?, mtime_ns = ? "
                          "WHERE source = ? AND path = ?",
-                         [(size, mtime, source, path) for size, mtime, path in plan.touched])
+                         [(size, mtime, plan.source, path)
+                          for size, mtime, path in plan.touched])
+
+
+def write_plan(conn: duckdb.DuckDBPyConnection, plan: IngestPlan) -> tuple[int, int]:
+    """Write what the plan parsed, touched, removed and failed; (notes stored, notes with
+    warnings) after it."""
+    source = plan.source
+    write_notes(conn, plan)
     tables.replace_rows(conn, tables.INGEST_FAILURES, source=source, remove_paths=None,
                         rows=plan.failures)
     tables.replace_rows(conn, ATTACHMENTS, source=source, remove_paths=None,
@@ -268,16 +292,21 @@ def ingest(run: IngestRun) -> Ingested:
     if vault is None and stored.notes.height:
         run.warn(f"source {run.source!r} is no longer configured: removing its notes")
     limits = run.limits
+    def write_batch(batch: IngestPlan) -> None:
+        with run.connect() as conn:
+            write_notes(conn, batch)
+
     plan = plan_ingest(run.source, scan, stored, limits.max_note_bytes,
                        max_links=limits.max_links_per_note,
-                       max_item_seconds=limits.max_item_seconds)
+                       max_item_seconds=limits.max_item_seconds, write_batch=write_batch,
+                       batch_notes=run.batch_items)
     watch.lap("parse")
     with run.connect() as conn:
         total, with_warnings = write_plan(conn, plan)
     watch.lap("write")
     return Ingested(
         counts=plan.counts(), rows=total, location=str(vault.path) if vault else None,
-        failures=plan.failures, preview=plan.note_rows,
+        failures=plan.failures, preview=plan.preview or plan.note_rows,
         preview_columns=("path", "title", "tags", "word_count"),
         figures={"attachments": len(plan.attachments), "notes_with_warnings": with_warnings},
         seconds=watch.seconds)
