@@ -202,3 +202,29 @@ def test_staging_folders_left_by_a_killed_publish_are_removed(tmp_path):
     version = serving.commit_version(tmp_path, live_name, live, {"x": 1})
     assert sorted(os.listdir(root)) == sorted(["CURRENT", version.name])
     assert json.loads((version.path / "manifest.json").read_text())["x"] == 1
+
+
+def test_a_graph_file_this_process_closed_unchanged_is_not_read_whole_again(tmp_path):
+    """SQLite's structural check reads the whole file: a refresh opening the store again
+    skips it while the file is as this process closed it, and runs it once it changed."""
+    from jarvis_core.stores.graph.sqlite import SqliteGraphStore
+
+    path = tmp_path / "graph.sqlite"
+
+    def checked_whole() -> bool:
+        store = SqliteGraphStore(path)
+        statements: list[str] = []
+        store._conn.set_trace_callback(statements.append)
+        try:
+            store.check()
+        finally:
+            store.close()
+        return any("quick_check" in statement for statement in statements)
+
+    assert checked_whole()
+    assert not checked_whole()
+    with sqlite3.connect(path) as other:  # another process's write
+        other.execute("INSERT INTO nodes (key, type, title, source, properties) "
+                      "VALUES ('n', 'note', 'N', 's', '{}')")
+    assert checked_whole()
+    assert not checked_whole()

@@ -124,6 +124,27 @@ def _edges_from_rows(rows: list[Sequence]) -> list[Edge]:
     return edges
 
 
+# What files this process checked and then closed looked like after closing them. One that
+# still looks so was not written since (by another process, or a disk that damaged it), and
+# SQLite's structural check, which reads the whole file, is not repeated: a refresh opens
+# the graph store five times, and each check read all of it (1 GB at 1M chunks).
+_CHECKED_AS: dict[Path, tuple] = {}
+
+
+def _identity(path: Path) -> tuple | None:
+    """Inode, size and modification time of the file, and the size of its write-ahead log
+    (opening creates an empty one, closing removes it); None for no file."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    try:
+        log_size = path.with_name(f"{path.name}-wal").stat().st_size
+    except FileNotFoundError:
+        log_size = 0
+    return status.st_ino, status.st_size, status.st_mtime_ns, log_size
+
+
 class SqliteGraphStore(GraphStore):
     """The embedded default: one SQLite file in WAL mode, written by one pipeline process.
 
@@ -146,6 +167,7 @@ class SqliteGraphStore(GraphStore):
             raise
         self._lock = threading.RLock()
         self._closed = False
+        self._checked = False
 
     @classmethod
     def open_read_only(cls, path: Path, *, immutable: bool = True) -> SqliteGraphStore:
@@ -168,6 +190,7 @@ class SqliteGraphStore(GraphStore):
             raise
         store._lock = threading.RLock()
         store._closed = False
+        store._checked = False
         return store
 
     def publish_copy(self, dest: Path) -> None:
@@ -197,6 +220,8 @@ class SqliteGraphStore(GraphStore):
             if not self._closed:
                 self._closed = True
                 self._conn.close()
+                if self._checked and not self.read_only:
+                    _CHECKED_AS[self.path] = _identity(self.path)
 
     def _require_open(self) -> None:
         if self._closed:
@@ -339,12 +364,14 @@ class SqliteGraphStore(GraphStore):
         return {key for (key,) in rows}
 
     def check(self) -> dict[str, int]:
-        """Document nodes per source, after SQLite's structural check; raises
-        ``sqlite3.DatabaseError`` for a damaged file."""
+        """Document nodes per source, after SQLite's structural check (unless this process
+        closed the file as it is now); raises ``sqlite3.DatabaseError`` for a damaged file."""
         with self._reading() as conn:
-            problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)").fetchall()]
-            if problems != ["ok"]:
-                raise sqlite3.DatabaseError(f"{self.path}: {'; '.join(problems)}")
+            if _CHECKED_AS.get(self.path, False) != _identity(self.path):
+                problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)").fetchall()]
+                if problems != ["ok"]:
+                    raise sqlite3.DatabaseError(f"{self.path}: {'; '.join(problems)}")
+            self._checked = True
             return dict(conn.execute(f"SELECT source, count(*) FROM nodes WHERE type IN "
                                      f"{DOCUMENT_TYPES_SQL} GROUP BY source").fetchall())
 
