@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -28,10 +27,8 @@ from typing import TYPE_CHECKING, Any
 from jarvis_core.settings import IngestSettings, ResourceSettings, SourceSettings
 
 if TYPE_CHECKING:
-    import duckdb
-
     from jarvis_core.sources.extraction import GraphExtractor
-    from jarvis_core.stores.tables import Table
+    from jarvis_core.stores.tables import Connect, Table
 
 # The columns every document select gives ($1 is the source): what chunking, the keyword
 # index, vectors, GraphRAG's recency and lookup know of a document, whatever its kind.
@@ -122,7 +119,7 @@ class IngestRun:
 
     source: str
     settings: Any
-    connect: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
+    connect: Connect
     limits: IngestSettings
     data_dir: Path
     now: datetime

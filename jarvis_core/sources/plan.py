@@ -12,6 +12,9 @@ from jarvis_core.stores import tables
 
 # The ingest_failures path of a failure of the whole source rather than one of its items.
 WHOLE_SOURCE = "."
+# Rows a run keeps of what it wrote for its asset's preview (which shows fewer) when it
+# writes in batches and holds only the last.
+PREVIEW_ROWS = 100
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,14 @@ index, made visible to query processes atomically."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import duckdb
-
 from jarvis_core.stores import serving
 from jarvis_core.stores.connections import release_cache
+from jarvis_core.stores.tables import Connect
 
 if TYPE_CHECKING:
     from jarvis_core.stores.graph.sqlite import SqliteGraphStore
@@ -28,7 +26,7 @@ class Publication:
     vectors_by_source: dict[str, int]
 
 
-def publish_version(connect: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
+def publish_version(connect: Connect,
                     data_dir: Path, tables: Mapping[str, str], vectors: VectorStore,
                     graph: SqliteGraphStore | None, keyword: KeywordIndex, graph_backend: str,
                     settings: str, embedding: dict[str, str],

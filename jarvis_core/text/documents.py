@@ -14,7 +14,7 @@ import duckdb
 
 from jarvis_core import progress
 from jarvis_core.sources.kind import DOCUMENT_COLUMNS, SourceKind
-from jarvis_core.sources.plan import ItemCounts
+from jarvis_core.sources.plan import PREVIEW_ROWS, ItemCounts
 from jarvis_core.stores import tables
 from jarvis_core.stores.tables import Connect
 from jarvis_core.stores.transaction import transaction
@@ -25,7 +25,6 @@ from jarvis_core.text.tokens import TokenCounter
 
 CHUNKER_VERSION = 2  # 2: a heading with nothing under it joins the section after it
 PROGRESS_EVERY = 100  # documents between progress reports
-PREVIEW_ROWS = 100  # chunk rows kept for the asset's preview (which shows fewer)
 
 @dataclass(frozen=True)
 class Document:

@@ -24,7 +24,7 @@ from jarvis_core.progress import Stopwatch
 from jarvis_core.settings import IngestSettings
 from jarvis_core.sources.kind import Ingested, IngestRun, SourceUnreachable
 from jarvis_core.sources.limits import ItemTooSlow, cpu_time_limit
-from jarvis_core.sources.plan import ItemCounts, utc_now
+from jarvis_core.sources.plan import PREVIEW_ROWS, ItemCounts, utc_now
 from jarvis_core.sources.vault.notes import parse_note
 from jarvis_core.sources.vault.parsed_note import ParsedNote
 from jarvis_core.sources.vault.scan import (
@@ -41,7 +41,6 @@ from jarvis_core.stores.keys import note_key
 
 PARSER_VERSION = 2
 PROGRESS_EVERY = 200  # notes between progress reports
-PREVIEW_ROWS = 100  # note rows kept for the asset's preview (which shows fewer)
 
 _LIMITS = IngestSettings()  # the defaults
 log = logging.getLogger(__name__)
@@ -292,6 +291,7 @@ def ingest(run: IngestRun) -> Ingested:
     if vault is None and stored.notes.height:
         run.warn(f"source {run.source!r} is no longer configured: removing its notes")
     limits = run.limits
+
     def write_batch(batch: IngestPlan) -> None:
         with run.connect() as conn:
             write_notes(conn, batch)

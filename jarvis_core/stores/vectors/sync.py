@@ -61,8 +61,6 @@ class ChunkRows(Protocol):
     def pages(self, wanted: Collection[str]) -> Iterator[list[dict]]: ...
 
 
-
-
 @dataclass(frozen=True)
 class TableRows:
     """A source's chunks in the tables, each page read in a connection of its own."""
