@@ -44,7 +44,8 @@ class VectorStoreResource(ConfigurableResource):
                                            self.collection, dimension, model)
         from jarvis_core.stores.vectors.edge import EdgeVectorStore
 
-        return EdgeVectorStore(config.vectors_path, self.collection, dimension, model)
+        return EdgeVectorStore(config.vectors_path, self.collection, dimension, model,
+                               part_points=config.resources.vector_part_points)
 
     @contextmanager
     def open(self, heal: bool = True) -> Iterator[VectorStore]:

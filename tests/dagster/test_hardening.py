@@ -81,7 +81,7 @@ def test_nothing_outside_the_vault_reaches_any_store(project, tmp_path):
 
 def test_damaged_stores_are_repaired_by_the_next_refresh(project, capsys):
     collection = _collection(project)
-    shutil.rmtree(collection / "segments")                       # Qdrant Edge segments gone
+    shutil.rmtree(collection / "part-0000" / "segments")         # Qdrant Edge segments gone
     for segment in (project.keyword_path / CHUNKS_DIR).glob("*.idx"):
         segment.unlink()                                         # a Tantivy segment file gone
     project.graph_path.write_bytes(b"garbage" * 1000)            # not a database any more

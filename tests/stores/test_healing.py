@@ -96,7 +96,7 @@ def test_deleted_qdrant_segments_are_rebuilt_from_the_chunks(data_dir, embedder,
     caplog.set_level(logging.WARNING)
     with _vectors(data_dir, embedder, caplog) as store:  # empty: both published sources back
         assert store.check() == {"alpha": 2, "beta": 3}
-    shutil.rmtree(data_dir / "vectors" / "c" / "segments")
+    shutil.rmtree(data_dir / "vectors" / "c" / "part-0000" / "segments")
     with EdgeVectorStore(data_dir / "vectors", "c", 384, MODEL) as broken:
         with pytest.raises(Exception, match="No appropriate index for faceting"):
             broken.check()

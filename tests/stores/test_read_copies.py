@@ -54,7 +54,7 @@ def test_a_damaged_kept_copy_is_copied_again(published, tmp_path):
     root = tmp_path / "copies"
     with open_read_copy(root, "v1", published) as reader:
         slot = reader.slot
-    (slot / "edge_config.json").unlink()
+    (slot / "part-0000" / "edge_config.json").unlink()
     with open_read_copy(root, "v1", published) as again:
         assert again.slot == slot and again.store.count() == 3
 

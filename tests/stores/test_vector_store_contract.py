@@ -54,7 +54,8 @@ def start_python(code: str) -> subprocess.Popen:
                             cwd=PROJECT_ROOT, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
 
 
-@pytest.fixture(params=["edge", "server"])
+# "edge-parts": parts of two points, so every contract holds across parts as well
+@pytest.fixture(params=["edge", "edge-parts", "server"])
 def backend(request) -> str:
     if request.param == "server" and not os.environ.get("QDRANT_URL"):
         pytest.skip("QDRANT_URL not set: no Qdrant server to test against")
@@ -69,8 +70,9 @@ def open_store(backend, tmp_path):
     opened = []
 
     def factory(model: str = MODEL, dimension: int = DIM):
-        if backend == "edge":
-            store = EdgeVectorStore(tmp_path / "vectors", name, dimension, model)
+        if backend.startswith("edge"):
+            store = EdgeVectorStore(tmp_path / "vectors", name, dimension, model,
+                                    part_points=2 if backend == "edge-parts" else None)
         else:
             store = QdrantServerVectorStore(os.environ["QDRANT_URL"],
                                             os.environ.get("QDRANT_API_KEY"), name, dimension,
@@ -364,7 +366,7 @@ def test_edge_keeps_new_vectors_in_float16_and_older_shards_as_they_were(tmp_pat
     points = [VectorPoint(cid(n), vec(1, n), {"source": "work"}) for n in range(1, 4)]
     with EdgeVectorStore(tmp_path, "new", DIM, MODEL) as new:
         new.upsert(points)
-    assert _stored_datatype(tmp_path / "new") == "float16"
+    assert _stored_datatype(tmp_path / "new" / "part-0000") == "float16"
     monkeypatch.setattr(edge, "VECTOR_DATATYPE", qe.VectorStorageDatatype.Float32)
     with EdgeVectorStore(tmp_path, "older", DIM, MODEL) as older:
         older.upsert(points)
@@ -374,7 +376,7 @@ def test_edge_keeps_new_vectors_in_float16_and_older_shards_as_they_were(tmp_pat
         reopened.optimize()
         assert ids(reopened.search(vec(1, 2), limit=1)) == [cid(2)]
         assert reopened.count() == 4
-    assert _stored_datatype(tmp_path / "older") in (None, "float32")  # Edge's default
+    assert _stored_datatype(tmp_path / "older" / "part-0000") in (None, "float32")  # Edge's
 
 
 def test_edge_second_process_gets_busy_with_the_path(edge_store):
@@ -458,3 +460,74 @@ def test_edge_read_copy_checks_the_model_and_needs_an_empty_workdir(edge_store, 
         EdgeVectorStore.open_read_copy(tmp_path / "published", tmp_path / "r2")
     with EdgeVectorStore.open_read_copy(tmp_path / "published", tmp_path / "r3") as reader:
         assert (reader.model, reader.dimension, reader.count()) == (MODEL, DIM, 1)
+
+
+def _parts(directory: Path) -> list[str]:
+    return sorted(path.name for path in directory.glob("part-*"))
+
+
+def _recorded_ids(part: Path) -> set[str]:
+    return {str(uuid.UUID(bytes=raw.ljust(16, b"\0")))
+            for raw in np.load(part / edge.PART_IDS).tolist()}
+
+
+def test_edge_parts_fill_in_turn_and_full_ones_record_their_points(tmp_path):
+    """A full part lists its points, so a replaced or deleted point leaves the part that
+    holds it and no other part is opened for it."""
+    with EdgeVectorStore(tmp_path, "c", DIM, MODEL, part_points=3) as store:
+        store.upsert([VectorPoint(cid(n), vec(1, n), {"source": "work"}) for n in range(1, 9)])
+        directory = store.directory
+        assert _parts(directory) == ["part-0000", "part-0001", "part-0002"]
+        assert _recorded_ids(directory / "part-0000") == {point_id(cid(n)) for n in (1, 2, 3)}
+        assert not (directory / "part-0002" / edge.PART_IDS).exists()  # still taking points
+        store.upsert([VectorPoint(cid(1), vec(0, 1), {"source": "home"})])
+        store.delete([cid(5)])
+        assert point_id(cid(1)) not in _recorded_ids(directory / "part-0000")
+        assert _recorded_ids(directory / "part-0001") == {point_id(cid(n)) for n in (4, 6)}
+        assert store.counts_by_source() == {"work": 6, "home": 1}
+        assert ids(store.search(vec(0, 1), limit=1)) == [cid(1)]
+    with EdgeVectorStore(tmp_path, "c", DIM, MODEL, part_points=3) as reopened:
+        reopened.upsert([VectorPoint(cid(20), vec(1, 20), {"source": "work"})])
+        assert _parts(directory) == ["part-0000", "part-0001", "part-0002", "part-0003"]
+        assert _recorded_ids(directory / "part-0002") == {point_id(cid(n)) for n in (7, 8, 1)}
+        assert reopened.count() == 8
+
+
+def test_edge_publish_builds_and_copies_one_part_at_a_time(tmp_path, monkeypatch):
+    """What bounds the memory of a publish: no two parts are open at once."""
+    with EdgeVectorStore(tmp_path, "c", DIM, MODEL, part_points=4) as store:
+        store.upsert([VectorPoint(cid(n), vec(1, n / 10), {"source": f"s{n % 2}"})
+                      for n in range(1, 15)])
+    opened, shard = [], EdgeVectorStore._shard
+
+    def counted(self, part):
+        found = shard(self, part)
+        opened.append(len(self._shards))
+        return found
+
+    monkeypatch.setattr(EdgeVectorStore, "_shard", counted)
+    with EdgeVectorStore(tmp_path, "c", DIM, MODEL, part_points=4) as store:
+        store.publish_copy(tmp_path / "published")
+        assert len(opened) >= 4 and max(opened) == 1 and not store._shards
+    monkeypatch.undo()
+    with EdgeVectorStore.open_read_copy(tmp_path / "published", tmp_path / "reader") as reader:
+        assert _parts(reader.directory) == ["part-0000", "part-0001", "part-0002", "part-0003"]
+        assert reader.counts_by_source() == {"s0": 7, "s1": 7}
+        assert ids(reader.search(vec(1, 0.9), limit=1, filters=VectorFilter(sources=["s1"]))) \
+            == [cid(9)]
+
+
+def test_edge_a_store_made_before_parts_stays_one_part(tmp_path):
+    with EdgeVectorStore(tmp_path, "old", DIM, MODEL) as store:
+        store.upsert([VectorPoint(cid(n), vec(1, n), {"source": "work"}) for n in range(1, 4)])
+    directory = tmp_path / "old"
+    for path in (directory / "part-0000").iterdir():  # the layout before parts
+        path.rename(directory / path.name)
+    (directory / "part-0000").rmdir()
+    with EdgeVectorStore(tmp_path, "old", DIM, MODEL, part_points=1) as store:
+        store.upsert([VectorPoint(cid(4), vec(1, 4), {"source": "work"})])
+        assert _parts(directory) == [] and store.count() == 4
+        store.publish_copy(tmp_path / "published")
+    with EdgeVectorStore.open_read_copy(tmp_path / "published", tmp_path / "reader") as reader:
+        assert reader.chunk_ids("work") == {cid(n) for n in range(1, 5)}
+        assert ids(reader.search(vec(1, 4), limit=1)) == [cid(4)]

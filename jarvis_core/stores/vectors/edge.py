@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import shutil
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +47,18 @@ VECTOR_DATATYPE = qe.VectorStorageDatatype.Float16
 VECTOR_DATATYPE_NAME = "float16"  # as edge_config.json records it
 
 
+PART_PREFIX = "part-"
+
+
+PART_IDS = "jarvis_point_ids.npy"  # a full part's point ids, sorted
+
+
+ID_TYPE = "S16"  # a point id's 16 UUID bytes
+
+
+DIRECTORY_LOCK = ".jarvis_store.lock"
+
+
 def _edge_filter(conditions: list[Condition]):
     if not conditions:
         return None
@@ -55,30 +71,48 @@ def _edge_filter(conditions: list[Condition]):
 
 
 class EdgeVectorStore(VectorStore):
-    """An embedded Qdrant Edge shard in ``path/<collection>/``, created on first use.
+    """A collection in ``path/<collection>/``: parts ``part-0000``, ``part-0001``…, each an
+    embedded Qdrant Edge shard of at most ``part_points`` points (None: one part of any size;
+    the pipeline's follows its memory budget, ``ResourceSettings.vector_part_points``), made
+    on first use.
+
+    Edge builds a shard's HNSW index at once in ``optimize()`` (``publish_copy`` calls it)
+    and holds all of it meanwhile: 6.5 GB for a million points in one shard. A part is built,
+    copied and closed before the next is opened, so the build holds one part's worth at any
+    size. New points go to the newest part; a full one gets its point ids written beside it
+    (``PART_IDS``), so a deleted or replaced point's part is found without opening the others.
+    Searches open every part and merge their hits. A store made before parts (a shard in the
+    folder itself) stays one part. Until ``optimize()`` search is exact and slower; Edge calls
+    hold the GIL, an index build included.
 
     Only one store (in any process) can hold a directory: opening waits up to
     ``busy_timeout`` seconds for the holder to close it, then raises ``VectorStoreBusy``.
-    Edge builds HNSW indexes only in ``optimize()`` (``publish_copy`` calls it); until then
-    search is exact and slower. Edge calls hold the GIL, an index build included.
     """
 
     backend = "edge"
 
     def __init__(self, path: Path, collection: str, dimension: int, model: str, *,
-                 busy_timeout: float = 30.0) -> None:
+                 busy_timeout: float = 30.0, part_points: int | None = None) -> None:
         super().__init__(collection, dimension, model)
+        if part_points is not None and part_points < 1:
+            raise ValueError(f"part_points must be positive, got {part_points}")
         self.path = Path(path)
         self.directory = self.path / collection
+        self.part_points = part_points
         self._lock = threading.RLock()
         self._claim_identity()
-        self._shard = self._open_shard(busy_timeout)
+        self._held = _hold_directory(self.directory, busy_timeout)
+        for partial in self.directory.glob(f".{PART_PREFIX}*.partial-*"):
+            shutil.rmtree(partial, ignore_errors=True)  # a part whose making was cut short
+        self._parts = part_dirs(self.directory)
+        self._shards: dict[Path, Any] = {}
+        self._full_ids: dict[Path, np.ndarray] = {}
 
     @classmethod
     def open_read_copy(cls, published: Path, workdir: Path, *, model: str | None = None,
                        dimension: int | None = None,
                        busy_timeout: float = 30.0) -> EdgeVectorStore:
-        """Copy a published shard to a private ``workdir`` (absent or empty) and open it.
+        """Copy a published store to a private ``workdir`` (absent or empty) and open it.
 
         Each reader needs its own copy because the WAL lock admits one process per directory.
         Pass ``model``/``dimension`` to insist on them; by default the recorded ones are used.
@@ -94,61 +128,84 @@ class EdgeVectorStore(VectorStore):
     def open_kept_copy(cls, published: Path, workdir: Path, *,
                        busy_timeout: float = 30.0) -> EdgeVectorStore:
         """Open a copy ``open_read_copy`` made of ``published`` earlier, as it is (see
-        read_copies.py); it must hold the vectors of the published shard's model."""
+        read_copies.py); it must hold the vectors of the published store's model."""
         model, dimension = _published_identity(Path(published), None, None)
         workdir = Path(workdir)
-        if not (workdir / "edge_config.json").is_file():
-            raise FileNotFoundError(f"no Edge shard in {workdir}")
+        missing = [part for part in part_dirs(workdir)
+                   if not (part / "edge_config.json").is_file()]
+        if not (workdir / EDGE_SIDECAR).is_file() or missing:
+            raise FileNotFoundError(f"no complete Edge store in {workdir}")
         return cls(workdir.parent, workdir.name, dimension, model, busy_timeout=busy_timeout)
 
     def publish_copy(self, dest: Path) -> None:
-        """Copy the shard, indexes built and flushed, to ``dest`` (which must not exist)
-        while this store stays open; the copy appears atomically, complete or not at all."""
+        """Copy the store, each part's index built and flushed in turn, to ``dest`` (which
+        must not exist) while this store stays open; the copy appears atomically, complete
+        or not at all."""
         dest = Path(dest)
         if dest.exists():
             raise FileExistsError(f"publish destination already exists: {dest}")
         staging = dest.with_name(f".{dest.name}.partial-{uuid.uuid4().hex}")
         with self._lock:
-            self.optimize()
-            self._shard.flush()
+            self._require_open()
             try:
-                shutil.copytree(self.directory, staging, copy_function=copy_file)
+                staging.mkdir(parents=True)
+                copy_file(self.directory / EDGE_SIDECAR, staging / EDGE_SIDECAR)
+                for part in self._parts:
+                    with self._visit(part) as shard:
+                        shard.optimize()
+                        shard.flush()
+                        target = staging if part == self.directory else staging / part.name
+                        shutil.copytree(part, target, copy_function=copy_file,
+                                        dirs_exist_ok=True, ignore=_not_published)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
         staging.rename(dest)
 
     def check(self) -> dict[str, int]:
-        """Vectors per source, after a facet over every keyword index: deleted segment files
-        lose the payload indexes ("No appropriate index for faceting") yet still open."""
+        """Vectors per source, after a facet over every keyword index of every part: deleted
+        segment files lose the payload indexes ("No appropriate index for faceting") yet
+        still open."""
         with self._lock:
             self._require_open()
-            for name in KEYWORD_FIELDS:
-                self._shard.facet(qe.FacetRequest(name, limit=1, exact=False))
+            for part in self._parts:
+                with self._visit(part) as shard:
+                    for name in KEYWORD_FIELDS:
+                        shard.facet(qe.FacetRequest(name, limit=1, exact=False))
             return self._counts_by_source()
 
     def optimize(self) -> None:
-        """Run Edge's optimizers (HNSW build, segment merges): Edge never runs them itself."""
+        """Run Edge's optimizers (HNSW build, segment merges) a part at a time: Edge never
+        runs them itself."""
         with self._lock:
             self._require_open()
-            self._shard.optimize()
+            for part in self._parts:
+                with self._visit(part) as shard:
+                    shard.optimize()
 
     def flush(self) -> None:
         with self._lock:
             self._require_open()
-            self._shard.flush()
+            for shard in self._shards.values():
+                shard.flush()
 
     def close(self) -> None:
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._shard.close()
+                try:
+                    for part in list(self._shards):
+                        self._release(part)
+                finally:
+                    os.close(self._held)
 
     def drop(self) -> None:
         with self._lock:
             self._require_open()
             self.close()
             shutil.rmtree(self.directory, ignore_errors=True)
+
+    # -- parts -----------------------------------------------------------------------------
 
     def _config(self, datatype: qe.VectorStorageDatatype | None = None):
         return qe.EdgeConfig(
@@ -182,87 +239,225 @@ class EdgeVectorStore(VectorStore):
         check_identity(str(self.directory), (recorded["model"], recorded["dimension"]),
                         (self.model, self.dimension))
 
-    def _open_shard(self, busy_timeout: float):
-        deadline = time.monotonic() + busy_timeout
-        delay = 0.05
-        while True:
-            try:
-                if (self.directory / "edge_config.json").exists():
-                    return qe.EdgeShard.load(str(self.directory),
-                                             self._config(self._stored_datatype()))
-                return self._create_shard()
-            except Exception as exc:  # qdrant_edge raises a bare Exception with a message
-                if "WouldBlock" not in str(exc):
-                    raise
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise VectorStoreBusy(
-                        f"vector store {self.directory} is held by another process or store "
-                        f"(its write-ahead log is locked); gave up after {busy_timeout:g} s"
-                    ) from exc
-                time.sleep(min(delay, remaining))
-                delay = min(delay * 2, 2.0)
+    def _shard(self, part: Path):
+        """The part's shard, opened (or made) on first use and kept open."""
+        shard = self._shards.get(part)
+        if shard is None:
+            if not part.exists():
+                self._create_part(part)
+            shard = qe.EdgeShard.load(str(part), self._config(_stored_datatype(part)))
+            self._shards[part] = shard
+        return shard
 
-    def _stored_datatype(self) -> qe.VectorStorageDatatype | None:
-        """The type the shard keeps its vectors in; None: float32, Edge's default (a config
-        that leaves it out is refused by a float16 shard)."""
-        stored = json.loads((self.directory / "edge_config.json").read_text())["vectors"]
-        datatype = stored.get(VECTOR_NAME, {}).get("datatype")
-        return VECTOR_DATATYPE if datatype == VECTOR_DATATYPE_NAME else None
+    def _release(self, part: Path) -> None:
+        shard = self._shards.pop(part, None)
+        if shard is not None:
+            shard.close()
 
-    def _create_shard(self):
-        shard = qe.EdgeShard.create(str(self.directory), self._config(VECTOR_DATATYPE))
+    @contextmanager
+    def _visit(self, part: Path) -> Iterator[Any]:
+        """The part's shard for one operation over every part: one this store keeps open
+        stays open, another is closed after it, so such a visit holds one part at a time."""
+        kept = part in self._shards
+        try:
+            yield self._shard(part)
+        finally:
+            if not kept:
+                self._release(part)
+
+    def _create_part(self, part: Path) -> None:
+        """Make a part under another name, then rename it: a part folder is always whole."""
+        staging = part.with_name(f".{part.name}.partial-{uuid.uuid4().hex}")
+        shard = qe.EdgeShard.create(str(staging), self._config(VECTOR_DATATYPE))
         for name in KEYWORD_FIELDS:
             shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
         shard.update(qe.UpdateOperation.create_field_index(DATETIME_FIELD,
                                                            qe.PayloadSchemaType.Datetime))
-        return shard
+        shard.close()
+        staging.rename(part)
+
+    def _writable_part(self) -> tuple[Path, int]:
+        """The part new points go to and how many it still takes: the newest part while it
+        has room, else a new one (the full one's ids recorded first)."""
+        if self._parts == [self.directory]:
+            return self.directory, sys.maxsize  # a store made before parts is never split
+        if self._parts and not (self._parts[-1] / PART_IDS).exists():
+            newest = self._parts[-1]
+            if self.part_points is None:
+                return newest, sys.maxsize
+            stored = self._shard(newest).count(qe.CountRequest(exact=True))
+            if stored < self.part_points:
+                return newest, self.part_points - stored
+            self._record_full(newest)
+        number = int(self._parts[-1].name.removeprefix(PART_PREFIX)) + 1 if self._parts else 0
+        self._parts.append(self.directory / f"{PART_PREFIX}{number:04d}")
+        return self._parts[-1], self.part_points or sys.maxsize
+
+    def _record_full(self, part: Path) -> None:
+        """Write a full part's point ids beside it and close it: no new point goes to it."""
+        shard = self._shard(part)
+        shard.flush()
+        self._write_ids(part, np.array(sorted(self._point_ids(shard)), dtype=ID_TYPE))
+        self._release(part)
+
+    def _write_ids(self, part: Path, ids: np.ndarray) -> None:
+        staging = part / f".{PART_IDS}.{uuid.uuid4().hex}"
+        with staging.open("wb") as out:
+            np.save(out, ids)
+        os.replace(staging, part / PART_IDS)
+        self._full_ids[part] = ids
+
+    def _ids_of_full(self, part: Path) -> np.ndarray:
+        ids = self._full_ids.get(part)
+        if ids is None:
+            ids = self._full_ids[part] = np.load(part / PART_IDS)
+        return ids
+
+    def _parts_holding(self, point_ids: list[str]) -> list[tuple[Path, list[str]]]:
+        """The parts that may hold any of these points, each with those points: a full part
+        for the ids its record lists, any other part for all of them."""
+        wanted = np.array([uuid.UUID(pid).bytes for pid in point_ids], dtype=ID_TYPE)
+        holding = []
+        for part in self._parts:
+            if part != self.directory and (part / PART_IDS).exists():
+                held = np.isin(wanted, self._ids_of_full(part))
+                if held.any():
+                    holding.append((part, [pid for pid, h in zip(point_ids, held) if h]))
+            else:
+                holding.append((part, point_ids))
+        return holding
+
+    @staticmethod
+    def _point_ids(shard) -> Iterator[bytes]:
+        offset = None
+        while True:
+            records, offset = shard.scroll(qe.ScrollRequest(
+                offset=offset, limit=SCROLL_PAGE, with_payload=False, with_vector=False))
+            yield from (uuid.UUID(str(record.id)).bytes for record in records)
+            if offset is None:
+                return
+
+    # -- backend hooks ---------------------------------------------------------------------
 
     def _upsert(self, points: list[PreparedPoint]) -> None:
         with self._lock:
-            for start in range(0, len(points), EDGE_UPSERT_BATCH):
-                self._shard.update(qe.UpdateOperation.upsert_points([
-                    qe.Point(p.point_id, {VECTOR_NAME: p.vector.tolist()}, p.payload)
-                    for p in points[start:start + EDGE_UPSERT_BATCH]
-                ]))
+            while points:
+                part, room = self._writable_part()
+                batch, points = points[:room], points[room:]
+                self._delete_from([p.point_id for p in batch], but=part)
+                shard = self._shard(part)
+                for start in range(0, len(batch), EDGE_UPSERT_BATCH):
+                    shard.update(qe.UpdateOperation.upsert_points([
+                        qe.Point(p.point_id, {VECTOR_NAME: p.vector.tolist()}, p.payload)
+                        for p in batch[start:start + EDGE_UPSERT_BATCH]
+                    ]))
 
     def _delete(self, point_ids: list[str]) -> None:
         with self._lock:
-            self._shard.update(qe.UpdateOperation.delete_points(point_ids))
+            self._delete_from(point_ids, but=None)
+
+    def _delete_from(self, point_ids: list[str], but: Path | None) -> None:
+        """Delete the points from every part that holds them, ``but`` one (a replaced point
+        is written there next)."""
+        for part, held in self._parts_holding(point_ids):
+            if part == but:
+                continue
+            with self._visit(part) as shard:
+                shard.update(qe.UpdateOperation.delete_points(held))
+            if part in self._full_ids:
+                gone = np.array([uuid.UUID(pid).bytes for pid in held], dtype=ID_TYPE)
+                self._write_ids(part, np.setdiff1d(self._full_ids[part], gone))
 
     def _chunk_ids(self, conditions: list[Condition]) -> set[str]:
         found: set[str] = set()
-        offset = None
-        while True:
-            records, offset = self._shard.scroll(qe.ScrollRequest(
-                offset=offset, limit=SCROLL_PAGE, filter=_edge_filter(conditions),
-                with_payload=qe.PayloadSelector.Include(["chunk_id"]), with_vector=False))
-            found.update(record.payload["chunk_id"] for record in records)
-            if offset is None:
-                return found
+        for part in self._parts:
+            with self._visit(part) as shard:
+                offset = None
+                while True:
+                    records, offset = shard.scroll(qe.ScrollRequest(
+                        offset=offset, limit=SCROLL_PAGE, filter=_edge_filter(conditions),
+                        with_payload=qe.PayloadSelector.Include(["chunk_id"]),
+                        with_vector=False))
+                    found.update(record.payload["chunk_id"] for record in records)
+                    if offset is None:
+                        break
+        return found
 
     def _count(self, conditions: list[Condition]) -> int:
-        return self._shard.count(qe.CountRequest(exact=True,
-                                                      filter=_edge_filter(conditions)))
+        total = 0
+        for part in self._parts:
+            with self._visit(part) as shard:
+                total += shard.count(qe.CountRequest(exact=True, filter=_edge_filter(conditions)))
+        return total
 
     def _counts_by_source(self) -> dict[str, int]:
-        response = self._shard.facet(qe.FacetRequest("source", limit=max(self._count([]), 1),
-                                                     exact=True))
-        return {hit.value: hit.count for hit in response.hits}
+        counts: Counter[str] = Counter()
+        for part in self._parts:
+            with self._visit(part) as shard:
+                stored = shard.count(qe.CountRequest(exact=True))
+                response = shard.facet(qe.FacetRequest("source", limit=max(stored, 1),
+                                                       exact=True))
+                counts.update({hit.value: hit.count for hit in response.hits})
+        return dict(counts)
 
     def _query(self, vector: np.ndarray, limit: int, conditions: list[Condition],
                score_threshold: float | None) -> list[VectorHit]:
-        scored = self._shard.query(qe.QueryRequest(
+        request = qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(vector.tolist(), using=VECTOR_NAME),
             filter=_edge_filter(conditions), score_threshold=score_threshold,
             params=qe.SearchParams(hnsw_ef=search_ef(conditions)), with_payload=True,
-            with_vector=False))
-        return [VectorHit(point.payload["chunk_id"], point.score, point.payload)
-                for point in scored]
+            with_vector=False)
+        hits = [VectorHit(point.payload["chunk_id"], point.score, point.payload)
+                for part in self._parts for point in self._shard(part).query(request)]
+        return sorted(hits, key=lambda hit: (-hit.score, hit.chunk_id))[:limit]
 
     def _retrieve_vectors(self, point_ids: list[str]) -> dict[str, Sequence[float]]:
-        records = self._shard.retrieve(point_ids, False, [VECTOR_NAME])
-        return {str(record.id): record.vector[VECTOR_NAME] for record in records}
+        return {str(record.id): record.vector[VECTOR_NAME]
+                for part, held in self._parts_holding(point_ids)
+                for record in self._shard(part).retrieve(held, False, [VECTOR_NAME])}
+
+
+def part_dirs(directory: Path) -> list[Path]:
+    """A store's parts in order; a store made before parts is its one part."""
+    if (directory / "edge_config.json").exists():
+        return [directory]
+    return sorted(path for path in directory.glob(f"{PART_PREFIX}*") if path.is_dir())
+
+
+def _hold_directory(directory: Path, busy_timeout: float) -> int:
+    """An exclusive ``flock`` on the store's lock file, waited for up to ``busy_timeout``
+    seconds: Edge locks each part's log only while the part is open, the store holds them
+    all."""
+    descriptor = os.open(directory / DIRECTORY_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + busy_timeout
+    delay = 0.05
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return descriptor
+        except BlockingIOError:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                os.close(descriptor)
+                raise VectorStoreBusy(
+                    f"vector store {directory} is held by another process or store; gave up "
+                    f"after {busy_timeout:g} s") from None
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, 2.0)
+
+
+def _stored_datatype(part: Path) -> qe.VectorStorageDatatype | None:
+    """The type a part keeps its vectors in; None: float32, Edge's default (a config that
+    leaves it out is refused by a float16 shard)."""
+    stored = json.loads((part / "edge_config.json").read_text())["vectors"]
+    datatype = stored.get(VECTOR_NAME, {}).get("datatype")
+    return VECTOR_DATATYPE if datatype == VECTOR_DATATYPE_NAME else None
+
+
+def _not_published(folder: str, names: list[str]) -> list[str]:
+    """What a published copy leaves out: the writer's lock, parts being made."""
+    return [name for name in names
+            if name == DIRECTORY_LOCK or name.startswith(f".{PART_PREFIX}")]
 
 
 def check_identity(where: str, recorded: tuple[str, int], wanted: tuple[str, int]) -> None:
