@@ -13,7 +13,7 @@ from jarvis_core.audit import AUDIT_FILE
 from jarvis_core.config import JarvisConfig, load_config
 from jarvis_core.sources import registry
 from jarvis_core.stores.connections import read_only
-from jarvis_core.stores.vectors.edge import copy_file
+from jarvis_core.stores.vectors.edge_files import copy_file
 from jarvis_definitions import build_definitions
 from jarvis_pipeline.instance import dagster_home
 from jarvis_pipeline.refresh import register_sources

@@ -22,7 +22,7 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from jarvis_cli.main import cli
 from jarvis_core.stores import serving
-from jarvis_core.stores.vectors.edge import copy_file
+from jarvis_core.stores.vectors.edge_files import copy_file
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.mcp_server import build_server

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from jarvis_core.stores.vectors.base import VectorPoint
-from jarvis_core.stores.vectors.edge import EDGE_SIDECAR, EdgeVectorStore
+from jarvis_core.stores.vectors.edge import EdgeVectorStore
+from jarvis_core.stores.vectors.edge_files import EDGE_SIDECAR
 from jarvis_core.stores.vectors.read_copies import open_read_copy, remove_unpublished
 
 DIM = 4

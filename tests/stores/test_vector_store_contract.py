@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import qdrant_edge as qe
 
-from jarvis_core.stores.vectors import edge
+from jarvis_core.stores.vectors import edge, edge_files
 from jarvis_core.stores.vectors.base import (
     VECTOR_NAME,
     VectorPoint,
@@ -468,7 +468,7 @@ def _parts(directory: Path) -> list[str]:
 
 def _recorded_ids(part: Path) -> set[str]:
     return {str(uuid.UUID(bytes=raw.ljust(16, b"\0")))
-            for raw in np.load(part / edge.PART_IDS).tolist()}
+            for raw in np.load(part / edge_files.PART_IDS).tolist()}
 
 
 def test_edge_parts_fill_in_turn_and_full_ones_record_their_points(tmp_path):
@@ -479,7 +479,7 @@ def test_edge_parts_fill_in_turn_and_full_ones_record_their_points(tmp_path):
         directory = store.directory
         assert _parts(directory) == ["part-0000", "part-0001", "part-0002"]
         assert _recorded_ids(directory / "part-0000") == {point_id(cid(n)) for n in (1, 2, 3)}
-        assert not (directory / "part-0002" / edge.PART_IDS).exists()  # still taking points
+        assert not (directory / "part-0002" / edge_files.PART_IDS).exists()  # still taking points
         store.upsert([VectorPoint(cid(1), vec(0, 1), {"source": "home"})])
         store.delete([cid(5)])
         assert point_id(cid(1)) not in _recorded_ids(directory / "part-0000")

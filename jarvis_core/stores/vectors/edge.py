@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
 import os
 import shutil
 import sys
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -28,16 +25,28 @@ from jarvis_core.stores.vectors.base import (
     PreparedPoint,
     VectorHit,
     VectorStore,
-    VectorStoreBusy,
     VectorStoreMismatch,
     search_ef,
+)
+from jarvis_core.stores.vectors.edge_files import (
+    EDGE_SIDECAR,
+    ID_TYPE,
+    PART_IDS,
+    PART_PREFIX,
+    check_identity,
+    complete_copy,
+    copy_file,
+    hold_directory,
+    not_published,
+    part_dirs,
+    published_identity,
+    read_sidecar,
 )
 from jarvis_core.stores.vectors.filters import DATETIME_FIELD, KEYWORD_FIELDS, Condition, MatchAny
 
 EDGE_UPSERT_BATCH = 1024  # fastest measured: per-call overhead below, payload conversion above
 
 
-EDGE_SIDECAR = "jarvis_vector_store.json"
 # New shards keep their vectors in float16. Unit vectors lose nothing a ranking sees (SciFact,
 # 10,254 chunks: the same top 10 for every query, nDCG@10 0.6556 either way), and Edge's
 # index build at publish, the largest memory peak of a refresh, needs 38% less of it and 25%
@@ -45,18 +54,6 @@ EDGE_SIDECAR = "jarvis_vector_store.json"
 # float32: an opened shard keeps the type it was made with.
 VECTOR_DATATYPE = qe.VectorStorageDatatype.Float16
 VECTOR_DATATYPE_NAME = "float16"  # as edge_config.json records it
-
-
-PART_PREFIX = "part-"
-
-
-PART_IDS = "jarvis_point_ids.npy"  # a full part's point ids, sorted
-
-
-ID_TYPE = "S16"  # a point id's 16 UUID bytes
-
-
-DIRECTORY_LOCK = ".jarvis_store.lock"
 
 
 def _edge_filter(conditions: list[Condition]):
@@ -101,7 +98,7 @@ class EdgeVectorStore(VectorStore):
         self.part_points = part_points
         self._lock = threading.RLock()
         self._claim_identity()
-        self._held = _hold_directory(self.directory, busy_timeout)
+        self._held = hold_directory(self.directory, busy_timeout)
         for partial in self.directory.glob(f".{PART_PREFIX}*.partial-*"):
             shutil.rmtree(partial, ignore_errors=True)  # a part whose making was cut short
         self._parts = part_dirs(self.directory)
@@ -118,7 +115,7 @@ class EdgeVectorStore(VectorStore):
         Pass ``model``/``dimension`` to insist on them; by default the recorded ones are used.
         """
         published, workdir = Path(published), Path(workdir)
-        model, dimension = _published_identity(published, model, dimension)
+        model, dimension = published_identity(published, model, dimension)
         if workdir.exists() and any(workdir.iterdir()):
             raise FileExistsError(f"read-copy directory is not empty: {workdir}")
         shutil.copytree(published, workdir, dirs_exist_ok=True, copy_function=copy_file)
@@ -129,11 +126,9 @@ class EdgeVectorStore(VectorStore):
                        busy_timeout: float = 30.0) -> EdgeVectorStore:
         """Open a copy ``open_read_copy`` made of ``published`` earlier, as it is (see
         read_copies.py); it must hold the vectors of the published store's model."""
-        model, dimension = _published_identity(Path(published), None, None)
+        model, dimension = published_identity(Path(published), None, None)
         workdir = Path(workdir)
-        missing = [part for part in part_dirs(workdir)
-                   if not (part / "edge_config.json").is_file()]
-        if not (workdir / EDGE_SIDECAR).is_file() or missing:
+        if not complete_copy(workdir):
             raise FileNotFoundError(f"no complete Edge store in {workdir}")
         return cls(workdir.parent, workdir.name, dimension, model, busy_timeout=busy_timeout)
 
@@ -156,7 +151,7 @@ class EdgeVectorStore(VectorStore):
                         shard.flush()
                         target = staging if part == self.directory else staging / part.name
                         shutil.copytree(part, target, copy_function=copy_file,
-                                        dirs_exist_ok=True, ignore=_not_published)
+                                        dirs_exist_ok=True, ignore=not_published)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
@@ -235,7 +230,7 @@ class EdgeVectorStore(VectorStore):
                 pass  # another process claimed it first; its record is checked below
             finally:
                 staging.unlink()
-        recorded = _read_sidecar(self.directory)
+        recorded = read_sidecar(self.directory)
         check_identity(str(self.directory), (recorded["model"], recorded["dimension"]),
                         (self.model, self.dimension))
 
@@ -301,17 +296,15 @@ class EdgeVectorStore(VectorStore):
         self._release(part)
 
     def _write_ids(self, part: Path, ids: np.ndarray) -> None:
-        staging = part / f".{PART_IDS}.{uuid.uuid4().hex}"
-        with staging.open("wb") as out:
-            np.save(out, ids)
+        staging = part / f".{uuid.uuid4().hex}.{PART_IDS}"  # np.save keeps a .npy name
+        np.save(staging, ids)
         os.replace(staging, part / PART_IDS)
         self._full_ids[part] = ids
 
     def _ids_of_full(self, part: Path) -> np.ndarray:
-        ids = self._full_ids.get(part)
-        if ids is None:
-            ids = self._full_ids[part] = np.load(part / PART_IDS)
-        return ids
+        if part not in self._full_ids:
+            self._full_ids[part] = np.load(part / PART_IDS)
+        return self._full_ids[part]
 
     def _parts_holding(self, point_ids: list[str]) -> list[tuple[Path, list[str]]]:
         """The parts that may hold any of these points, each with those points: a full part
@@ -417,35 +410,6 @@ class EdgeVectorStore(VectorStore):
                 for record in self._shard(part).retrieve(held, False, [VECTOR_NAME])}
 
 
-def part_dirs(directory: Path) -> list[Path]:
-    """A store's parts in order; a store made before parts is its one part."""
-    if (directory / "edge_config.json").exists():
-        return [directory]
-    return sorted(path for path in directory.glob(f"{PART_PREFIX}*") if path.is_dir())
-
-
-def _hold_directory(directory: Path, busy_timeout: float) -> int:
-    """An exclusive ``flock`` on the store's lock file, waited for up to ``busy_timeout``
-    seconds: Edge locks each part's log only while the part is open, the store holds them
-    all."""
-    descriptor = os.open(directory / DIRECTORY_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + busy_timeout
-    delay = 0.05
-    while True:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return descriptor
-        except BlockingIOError:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                os.close(descriptor)
-                raise VectorStoreBusy(
-                    f"vector store {directory} is held by another process or store; gave up "
-                    f"after {busy_timeout:g} s") from None
-            time.sleep(min(delay, remaining))
-            delay = min(delay * 2, 2.0)
-
-
 def _stored_datatype(part: Path) -> qe.VectorStorageDatatype | None:
     """The type a part keeps its vectors in; None: float32, Edge's default (a config that
     leaves it out is refused by a float16 shard)."""
@@ -454,65 +418,3 @@ def _stored_datatype(part: Path) -> qe.VectorStorageDatatype | None:
     return VECTOR_DATATYPE if datatype == VECTOR_DATATYPE_NAME else None
 
 
-def _not_published(folder: str, names: list[str]) -> list[str]:
-    """What a published copy leaves out: the writer's lock, parts being made."""
-    return [name for name in names
-            if name == DIRECTORY_LOCK or name.startswith(f".{PART_PREFIX}")]
-
-
-def check_identity(where: str, recorded: tuple[str, int], wanted: tuple[str, int]) -> None:
-    if recorded != wanted:
-        raise VectorStoreMismatch(
-            f"{where} holds vectors of {recorded[0]} (dimension {recorded[1]}), not {wanted[0]} "
-            f"(dimension {wanted[1]}); use collection_name() for a separate collection"
-        )
-
-
-def _copy_sparse(source: str, target: str) -> None:
-    """Copy only the data regions: Edge preallocates 32 MiB WAL and mmap files, and a plain
-    copy writes their holes out (a 100k-point shard: 410 MB copied instead of 250 MB).
-    Times and modes are not copied: Edge reads neither, and copying them took a third of
-    a cold search's copy."""
-    with open(source, "rb") as src, open(target, "wb") as dst:
-        size = os.fstat(src.fileno()).st_size
-        offset = 0
-        while offset < size:
-            try:
-                start = os.lseek(src.fileno(), offset, os.SEEK_DATA)
-            except OSError as exc:
-                if exc.errno != errno.ENXIO:
-                    raise
-                break  # nothing but a hole up to the end
-            offset = os.lseek(src.fileno(), start, os.SEEK_HOLE)
-            while start < offset:
-                block = os.pread(src.fileno(), min(offset - start, 1 << 20), start)
-                os.pwrite(dst.fileno(), block, start)
-                start += len(block)
-        dst.truncate(size)
-
-
-# A copy of a store's file that keeps its holes (for whoever copies a data directory).
-copy_file = _copy_sparse if hasattr(os, "SEEK_DATA") else shutil.copyfile
-
-
-def _published_identity(published: Path, model: str | None,
-                        dimension: int | None) -> tuple[str, int]:
-    """(model, dimension) of a published shard; the ones given must match its record."""
-    recorded = _read_sidecar(published)
-    model = recorded["model"] if model is None else model
-    dimension = recorded["dimension"] if dimension is None else dimension
-    check_identity(str(published), (recorded["model"], recorded["dimension"]),
-                    (model, dimension))
-    return model, dimension
-
-
-def _read_sidecar(directory: Path) -> dict[str, Any]:
-    sidecar = Path(directory) / EDGE_SIDECAR
-    try:
-        recorded = json.loads(sidecar.read_text())
-        return {"model": str(recorded["model"]), "dimension": int(recorded["dimension"])}
-    except FileNotFoundError as exc:
-        raise VectorStoreMismatch(f"{directory} is not a Jarvis vector store (no {EDGE_SIDECAR})"
-                                  ) from exc
-    except (ValueError, KeyError, TypeError) as exc:
-        raise VectorStoreMismatch(f"{sidecar} is unreadable: {exc}") from exc

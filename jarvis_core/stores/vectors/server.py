@@ -17,7 +17,7 @@ from jarvis_core.stores.vectors.base import (
     VectorStoreMismatch,
     search_ef,
 )
-from jarvis_core.stores.vectors.edge import check_identity
+from jarvis_core.stores.vectors.edge_files import check_identity
 from jarvis_core.stores.vectors.filters import DATETIME_FIELD, KEYWORD_FIELDS, Condition, MatchAny
 
 SERVER_UPSERT_BATCH = 256
