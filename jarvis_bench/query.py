@@ -43,7 +43,6 @@ from jarvis_query.knowledge_base import KnowledgeBase
 
 CHUNKS_PER_NOTE = 5
 WORDS_PER_CHUNK = 150
-QUERIES = 100
 QUERY_RANKS = (50, 5_000)
 GOALS_MS = {"keyword": 20, "semantic": 30, "hybrid": 50, "graph_depth_2": 20, "graphrag": 300}
 
@@ -63,9 +62,9 @@ def _texts(words: list[str], count: int, rng: np.random.Generator) -> list[str]:
     return [" ".join(row) for row in vocabulary[drawn]]
 
 
-def _queries(words: list[str], rng: random.Random) -> list[str]:
+def _queries(words: list[str], rng: random.Random, count: int) -> list[str]:
     pool = words[QUERY_RANKS[0]:QUERY_RANKS[1]]
-    return [" ".join(rng.sample(pool, rng.randint(2, 5))) for _ in range(QUERIES)]
+    return [" ".join(rng.sample(pool, rng.randint(2, 5))) for _ in range(count)]
 
 
 def _rows(texts: list[str], note_keys: list[str]) -> list[dict]:
@@ -133,8 +132,10 @@ def _timed(call: Callable[[str], object], arguments: list[str]) -> dict:
     return _percentiles(timings)
 
 
-def run_query_benchmark(model: str, chunks: int = 100_000, cache_dir: Path | None = None,
+def run_query_benchmark(model: str, chunks: int, queries: int, cache_dir: Path | None = None,
                         seed: int = 11) -> dict:
+    """p50/p95 of each tool over ``queries`` queries (at most one per note; each tool's
+    first ``WARMUP`` run once before, untimed)."""
     rng, pick = np.random.default_rng(seed), random.Random(seed)
     notes = chunks // CHUNKS_PER_NOTE
     words = _vocabulary(model)
@@ -143,9 +144,9 @@ def run_query_benchmark(model: str, chunks: int = 100_000, cache_dir: Path | Non
     graph_nodes, graph_edges = synthetic_graph(notes, seed=seed, source=SOURCE)
     note_keys = [node.key for node in graph_nodes if node.type == "note"]
     rows = _rows(_texts(words, notes * CHUNKS_PER_NOTE, rng), note_keys)
-    queries = _queries(words, pick)
-    names = [f"note {pick.randrange(notes)}" for _ in range(QUERIES)]  # titles are "Note <n>"
-    centres = [key.removeprefix(f"note:{SOURCE}/") for key in pick.sample(note_keys, QUERIES)]
+    texts = _queries(words, pick, queries)
+    names = [f"note {pick.randrange(notes)}" for _ in range(queries)]  # titles are "Note <n>"
+    centres = [key.removeprefix(f"note:{SOURCE}/") for key in pick.sample(note_keys, queries)]
     with tempfile.TemporaryDirectory(prefix="jarvis-bench-query-") as tmp:
         data_dir = Path(tmp)
         build = {"vector_index_seconds": round(_publish(
@@ -161,16 +162,16 @@ def run_query_benchmark(model: str, chunks: int = 100_000, cache_dir: Path | Non
             kb.snapshots.current()
             build["snapshot_open_seconds"] = round(time.perf_counter() - started, 2)
             tools = {
-                "keyword": _timed(lambda q: kb.search_vault(q, search_content=True), queries),
+                "keyword": _timed(lambda q: kb.search_vault(q, search_content=True), texts),
                 "keyword_names": _timed(kb.search_vault, names),
-                "semantic": _timed(kb.search_semantic, queries),
-                "hybrid": _timed(kb.search_hybrid, queries),
+                "semantic": _timed(kb.search_semantic, texts),
+                "hybrid": _timed(kb.search_hybrid, texts),
                 "graph_depth_2": _timed(lambda note: kb.search_graph(note, depth=2), centres),
-                "graphrag": _timed(kb.search_graphrag, queries),
+                "graphrag": _timed(kb.search_graphrag, texts),
             }
         finally:
             kb.close()
     for tool, goal in GOALS_MS.items():
         tools[tool]["goal_p50_ms"] = goal
     return {"model": model, "backend": embedder.backend, "chunks": len(rows), "notes": notes,
-            "graph_edges": len(graph_edges), "queries": QUERIES, **build, "tools": tools}
+            "graph_edges": len(graph_edges), "queries": queries, **build, "tools": tools}

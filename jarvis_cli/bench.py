@@ -139,17 +139,23 @@ def bench_search(obj: CliContext, sizes: str, as_json: bool) -> None:
 @bench.command(name="query")
 @click.option("--chunks", "n_chunks", default=100_000, show_default=True,
               help="Corpus size (chunks, five per note).")
+@click.option("--queries", "n_queries", default=100, show_default=True,
+              help="Queries timed per tool, after ten untimed ones; at most one per note.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def bench_query(obj: CliContext, n_chunks: int, as_json: bool) -> None:
+def bench_query(obj: CliContext, n_chunks: int, n_queries: int, as_json: bool) -> None:
     """Latency (p50/p95) of keyword, semantic, hybrid, graph and GraphRAG queries on a
     generated published version of the embedded stores."""
-    from jarvis_bench.query import run_query_benchmark
+    from jarvis_bench.query import CHUNKS_PER_NOTE, run_query_benchmark
 
     if n_chunks < 1_000:
         raise click.ClickException(f"--chunks: at least 1000, got {n_chunks}")
+    if not 0 < n_queries <= n_chunks // CHUNKS_PER_NOTE:
+        raise click.ClickException(f"--queries: between 1 and one per note "
+                                   f"({n_chunks // CHUNKS_PER_NOTE}), got {n_queries}")
     config = obj.config()
-    result = run_query_benchmark(config.embedding.model, n_chunks, cache_dir=config.cache_dir)
+    result = run_query_benchmark(config.embedding.model, n_chunks, n_queries,
+                                 cache_dir=config.cache_dir)
 
     def render(data: dict) -> None:
         click.echo(f"{data['chunks']} chunks, {data['notes']} notes, "

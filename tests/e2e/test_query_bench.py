@@ -14,10 +14,10 @@ from tests.pipeline_helpers import write_config
 def test_bench_query_times_every_tool(tmp_path, sample_vault):
     config = write_config(tmp_path / "project", {"sample": sample_vault})
     result = CliRunner().invoke(cli, ["--config", str(config.config_path), "bench", "query",
-                                      "--chunks", "1000", "--json"])
+                                      "--chunks", "1000", "--queries", "20", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["chunks"] == 1000 and data["notes"] == 200
+    assert (data["chunks"], data["notes"], data["queries"]) == (1000, 200, 20)
     assert set(data["tools"]) == {"keyword", "keyword_names", "semantic", "hybrid",
                                   "graph_depth_2", "graphrag"}
     for figures in data["tools"].values():
@@ -26,6 +26,9 @@ def test_bench_query_times_every_tool(tmp_path, sample_vault):
     small = CliRunner().invoke(cli, ["--config", str(config.config_path), "bench", "query",
                                      "--chunks", "10"])
     assert small.exit_code != 0 and "--chunks: at least 1000" in small.output
+    many = CliRunner().invoke(cli, ["--config", str(config.config_path), "bench", "query",
+                                    "--chunks", "1000", "--queries", "201"])
+    assert many.exit_code != 0 and "--queries: between 1 and one per note (200)" in many.output
 
 
 @pytest.mark.slow

