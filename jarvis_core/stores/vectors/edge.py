@@ -10,7 +10,6 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +102,7 @@ class EdgeVectorStore(VectorStore):
             shutil.rmtree(partial, ignore_errors=True)  # a part whose making was cut short
         self._parts = part_dirs(self.directory)
         self._shards: dict[Path, Any] = {}
+        self._visiting: Path | None = None
         self._full_ids: dict[Path, np.ndarray] = {}
 
     @classmethod
@@ -146,12 +146,12 @@ class EdgeVectorStore(VectorStore):
                 staging.mkdir(parents=True)
                 copy_file(self.directory / EDGE_SIDECAR, staging / EDGE_SIDECAR)
                 for part in self._parts:
-                    with self._visit(part) as shard:
-                        shard.optimize()
-                        shard.flush()
-                        target = staging if part == self.directory else staging / part.name
-                        shutil.copytree(part, target, copy_function=copy_file,
-                                        dirs_exist_ok=True, ignore=not_published)
+                    shard = self._visit(part)
+                    shard.optimize()
+                    shard.flush()
+                    target = staging if part == self.directory else staging / part.name
+                    shutil.copytree(part, target, copy_function=copy_file,
+                                    dirs_exist_ok=True, ignore=not_published)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
@@ -164,9 +164,9 @@ class EdgeVectorStore(VectorStore):
         with self._lock:
             self._require_open()
             for part in self._parts:
-                with self._visit(part) as shard:
-                    for name in KEYWORD_FIELDS:
-                        shard.facet(qe.FacetRequest(name, limit=1, exact=False))
+                shard = self._visit(part)
+                for name in KEYWORD_FIELDS:
+                    shard.facet(qe.FacetRequest(name, limit=1, exact=False))
             return self._counts_by_source()
 
     def optimize(self) -> None:
@@ -175,8 +175,8 @@ class EdgeVectorStore(VectorStore):
         with self._lock:
             self._require_open()
             for part in self._parts:
-                with self._visit(part) as shard:
-                    shard.optimize()
+                shard = self._visit(part)
+                shard.optimize()
 
     def flush(self) -> None:
         with self._lock:
@@ -245,20 +245,20 @@ class EdgeVectorStore(VectorStore):
         return shard
 
     def _release(self, part: Path) -> None:
+        if part == self._visiting:
+            self._visiting = None
         shard = self._shards.pop(part, None)
         if shard is not None:
             shard.close()
 
-    @contextmanager
-    def _visit(self, part: Path) -> Iterator[Any]:
-        """The part's shard for one operation over every part: one this store keeps open
-        stays open, another is closed after it, so such a visit holds one part at a time."""
-        kept = part in self._shards
-        try:
-            yield self._shard(part)
-        finally:
-            if not kept:
-                self._release(part)
+    def _visit(self, part: Path):
+        """The part's shard for an operation over every part: a part opened for a visit stays
+        open until the next visit opens another (a store of one part is opened once)."""
+        if part not in self._shards:
+            if self._visiting is not None:
+                self._release(self._visiting)
+            self._visiting = part
+        return self._shard(part)
 
     def _create_part(self, part: Path) -> None:
         """Make a part under another name, then rename it: a part folder is always whole."""
@@ -355,8 +355,8 @@ class EdgeVectorStore(VectorStore):
         for part, held in self._parts_holding(point_ids):
             if part == but:
                 continue
-            with self._visit(part) as shard:
-                shard.update(qe.UpdateOperation.delete_points(held))
+            shard = self._visit(part)
+            shard.update(qe.UpdateOperation.delete_points(held))
             if part in self._full_ids:
                 gone = np.array([uuid.UUID(pid).bytes for pid in held], dtype=ID_TYPE)
                 self._write_ids(part, np.setdiff1d(self._full_ids[part], gone))
@@ -364,33 +364,33 @@ class EdgeVectorStore(VectorStore):
     def _chunk_ids(self, conditions: list[Condition]) -> set[str]:
         found: set[str] = set()
         for part in self._parts:
-            with self._visit(part) as shard:
-                offset = None
-                while True:
-                    records, offset = shard.scroll(qe.ScrollRequest(
-                        offset=offset, limit=SCROLL_PAGE, filter=_edge_filter(conditions),
-                        with_payload=qe.PayloadSelector.Include(["chunk_id"]),
-                        with_vector=False))
-                    found.update(record.payload["chunk_id"] for record in records)
-                    if offset is None:
-                        break
+            shard = self._visit(part)
+            offset = None
+            while True:
+                records, offset = shard.scroll(qe.ScrollRequest(
+                    offset=offset, limit=SCROLL_PAGE, filter=_edge_filter(conditions),
+                    with_payload=qe.PayloadSelector.Include(["chunk_id"]),
+                    with_vector=False))
+                found.update(record.payload["chunk_id"] for record in records)
+                if offset is None:
+                    break
         return found
 
     def _count(self, conditions: list[Condition]) -> int:
         total = 0
         for part in self._parts:
-            with self._visit(part) as shard:
-                total += shard.count(qe.CountRequest(exact=True, filter=_edge_filter(conditions)))
+            shard = self._visit(part)
+            total += shard.count(qe.CountRequest(exact=True, filter=_edge_filter(conditions)))
         return total
 
     def _counts_by_source(self) -> dict[str, int]:
         counts: Counter[str] = Counter()
         for part in self._parts:
-            with self._visit(part) as shard:
-                stored = shard.count(qe.CountRequest(exact=True))
-                response = shard.facet(qe.FacetRequest("source", limit=max(stored, 1),
-                                                       exact=True))
-                counts.update({hit.value: hit.count for hit in response.hits})
+            shard = self._visit(part)
+            stored = shard.count(qe.CountRequest(exact=True))
+            response = shard.facet(qe.FacetRequest("source", limit=max(stored, 1),
+                                                   exact=True))
+            counts.update({hit.value: hit.count for hit in response.hits})
         return dict(counts)
 
     def _query(self, vector: np.ndarray, limit: int, conditions: list[Condition],
