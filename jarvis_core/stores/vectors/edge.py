@@ -163,11 +163,7 @@ class EdgeVectorStore(VectorStore):
         still open."""
         with self._lock:
             self._require_open()
-            for part in self._parts:
-                shard = self._visit(part)
-                for name in KEYWORD_FIELDS:
-                    shard.facet(qe.FacetRequest(name, limit=1, exact=False))
-            return self._counts_by_source()
+            return self._counts_by_source(checked=True)
 
     def optimize(self) -> None:
         """Run Edge's optimizers (HNSW build, segment merges) a part at a time: Edge never
@@ -322,13 +318,7 @@ class EdgeVectorStore(VectorStore):
 
     @staticmethod
     def _point_ids(shard) -> Iterator[bytes]:
-        offset = None
-        while True:
-            records, offset = shard.scroll(qe.ScrollRequest(
-                offset=offset, limit=SCROLL_PAGE, with_payload=False, with_vector=False))
-            yield from (uuid.UUID(str(record.id)).bytes for record in records)
-            if offset is None:
-                return
+        yield from (uuid.UUID(str(record.id)).bytes for record in _scrolled(shard, None, False))
 
     # -- backend hooks ---------------------------------------------------------------------
 
@@ -364,16 +354,9 @@ class EdgeVectorStore(VectorStore):
     def _chunk_ids(self, conditions: list[Condition]) -> set[str]:
         found: set[str] = set()
         for part in self._parts:
-            shard = self._visit(part)
-            offset = None
-            while True:
-                records, offset = shard.scroll(qe.ScrollRequest(
-                    offset=offset, limit=SCROLL_PAGE, filter=_edge_filter(conditions),
-                    with_payload=qe.PayloadSelector.Include(["chunk_id"]),
-                    with_vector=False))
-                found.update(record.payload["chunk_id"] for record in records)
-                if offset is None:
-                    break
+            found.update(record.payload["chunk_id"] for record in _scrolled(
+                self._visit(part), _edge_filter(conditions),
+                qe.PayloadSelector.Include(["chunk_id"])))
         return found
 
     def _count(self, conditions: list[Condition]) -> int:
@@ -383,10 +366,14 @@ class EdgeVectorStore(VectorStore):
             total += shard.count(qe.CountRequest(exact=True, filter=_edge_filter(conditions)))
         return total
 
-    def _counts_by_source(self) -> dict[str, int]:
+    def _counts_by_source(self, checked: bool = False) -> dict[str, int]:
+        """Vectors per source; ``checked``: after a facet over every keyword index, in the
+        same visit of each part."""
         counts: Counter[str] = Counter()
         for part in self._parts:
             shard = self._visit(part)
+            for name in KEYWORD_FIELDS if checked else ():
+                shard.facet(qe.FacetRequest(name, limit=1, exact=False))
             stored = shard.count(qe.CountRequest(exact=True))
             response = shard.facet(qe.FacetRequest("source", limit=max(stored, 1),
                                                    exact=True))
@@ -418,3 +405,13 @@ def _stored_datatype(part: Path) -> qe.VectorStorageDatatype | None:
     return VECTOR_DATATYPE if datatype == VECTOR_DATATYPE_NAME else None
 
 
+def _scrolled(shard, filter_, payload) -> Iterator[Any]:
+    """Every record of a shard (matching ``filter_``), a page at a time."""
+    offset = None
+    while True:
+        records, offset = shard.scroll(qe.ScrollRequest(
+            offset=offset, limit=SCROLL_PAGE, filter=filter_, with_payload=payload,
+            with_vector=False))
+        yield from records
+        if offset is None:
+            return
