@@ -7,7 +7,9 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -156,8 +158,8 @@ def test_chunk_ids_and_count_with_and_without_source(store):
 
 
 def test_chunk_ids_pages_through_more_than_one_scroll_page(store, monkeypatch):
-    for backend in ("edge", "server"):
-        monkeypatch.setattr(f"jarvis_core.stores.vectors.{backend}.SCROLL_PAGE", 7)
+    for module in ("edge_files", "server"):
+        monkeypatch.setattr(f"jarvis_core.stores.vectors.{module}.SCROLL_PAGE", 7)
     store.upsert([VectorPoint(cid(n), vec(1, n), {"source": "work"}) for n in range(1, 31)])
     assert store.chunk_ids("work") == {cid(n) for n in range(1, 31)}
 
@@ -531,3 +533,27 @@ def test_edge_a_store_made_before_parts_stays_one_part(tmp_path):
     with EdgeVectorStore.open_read_copy(tmp_path / "published", tmp_path / "reader") as reader:
         assert reader.chunk_ids("work") == {cid(n) for n in range(1, 5)}
         assert ids(reader.search(vec(1, 4), limit=1)) == [cid(4)]
+
+
+def test_edge_a_read_copy_of_parts_answers_threads_at_once(tmp_path):
+    """An MCP server answers calls on several threads: searches and counts arriving together
+    on a copy whose parts are not open yet each get their answer (a part is opened once, and
+    never closed under a search)."""
+    with EdgeVectorStore(tmp_path, "c", DIM, MODEL, part_points=2) as store:
+        store.upsert([VectorPoint(cid(n), vec(1, n / 10), {"source": f"s{n % 2}"})
+                      for n in range(1, 13)])
+        store.publish_copy(tmp_path / "published")
+    for attempt in range(3):
+        with EdgeVectorStore.open_read_copy(tmp_path / "published",
+                                            tmp_path / f"reader-{attempt}") as reader:
+            barrier = threading.Barrier(8)
+
+            def call(number: int, start: threading.Barrier = barrier):
+                start.wait()
+                if number % 2:
+                    return reader.counts_by_source()
+                return ids(reader.search(vec(1, 0.9), limit=1))
+
+            with ThreadPoolExecutor(8) as pool:
+                answers = list(pool.map(call, range(8)))
+        assert answers == [[cid(9)], {"s0": 6, "s1": 6}] * 4

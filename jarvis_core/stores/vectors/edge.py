@@ -19,7 +19,6 @@ import qdrant_edge as qe
 from jarvis_core.stores.vectors.base import (
     HNSW_EF_CONSTRUCT,
     HNSW_M,
-    SCROLL_PAGE,
     VECTOR_NAME,
     PreparedPoint,
     VectorHit,
@@ -40,6 +39,7 @@ from jarvis_core.stores.vectors.edge_files import (
     part_dirs,
     published_identity,
     read_sidecar,
+    scrolled,
 )
 from jarvis_core.stores.vectors.filters import DATETIME_FIELD, KEYWORD_FIELDS, Condition, MatchAny
 
@@ -318,7 +318,7 @@ class EdgeVectorStore(VectorStore):
 
     @staticmethod
     def _point_ids(shard) -> Iterator[bytes]:
-        yield from (uuid.UUID(str(record.id)).bytes for record in _scrolled(shard, None, False))
+        yield from (uuid.UUID(str(record.id)).bytes for record in scrolled(shard, None, False))
 
     # -- backend hooks ---------------------------------------------------------------------
 
@@ -353,31 +353,35 @@ class EdgeVectorStore(VectorStore):
 
     def _chunk_ids(self, conditions: list[Condition]) -> set[str]:
         found: set[str] = set()
-        for part in self._parts:
-            found.update(record.payload["chunk_id"] for record in _scrolled(
-                self._visit(part), _edge_filter(conditions),
-                qe.PayloadSelector.Include(["chunk_id"])))
+        with self._lock:
+            for part in self._parts:
+                found.update(record.payload["chunk_id"] for record in scrolled(
+                    self._visit(part), _edge_filter(conditions),
+                    qe.PayloadSelector.Include(["chunk_id"])))
         return found
 
     def _count(self, conditions: list[Condition]) -> int:
         total = 0
-        for part in self._parts:
-            shard = self._visit(part)
-            total += shard.count(qe.CountRequest(exact=True, filter=_edge_filter(conditions)))
+        with self._lock:
+            for part in self._parts:
+                shard = self._visit(part)
+                total += shard.count(qe.CountRequest(exact=True,
+                                                     filter=_edge_filter(conditions)))
         return total
 
     def _counts_by_source(self, checked: bool = False) -> dict[str, int]:
         """Vectors per source; ``checked``: after a facet over every keyword index, in the
         same visit of each part."""
         counts: Counter[str] = Counter()
-        for part in self._parts:
-            shard = self._visit(part)
-            for name in KEYWORD_FIELDS if checked else ():
-                shard.facet(qe.FacetRequest(name, limit=1, exact=False))
-            stored = shard.count(qe.CountRequest(exact=True))
-            response = shard.facet(qe.FacetRequest("source", limit=max(stored, 1),
-                                                   exact=True))
-            counts.update({hit.value: hit.count for hit in response.hits})
+        with self._lock:
+            for part in self._parts:
+                shard = self._visit(part)
+                for name in KEYWORD_FIELDS if checked else ():
+                    shard.facet(qe.FacetRequest(name, limit=1, exact=False))
+                stored = shard.count(qe.CountRequest(exact=True))
+                response = shard.facet(qe.FacetRequest("source", limit=max(stored, 1),
+                                                       exact=True))
+                counts.update({hit.value: hit.count for hit in response.hits})
         return dict(counts)
 
     def _query(self, vector: np.ndarray, limit: int, conditions: list[Condition],
@@ -387,14 +391,16 @@ class EdgeVectorStore(VectorStore):
             filter=_edge_filter(conditions), score_threshold=score_threshold,
             params=qe.SearchParams(hnsw_ef=search_ef(conditions)), with_payload=True,
             with_vector=False)
-        hits = [VectorHit(point.payload["chunk_id"], point.score, point.payload)
-                for part in self._parts for point in self._shard(part).query(request)]
+        with self._lock:  # threads of a server share the parts (Edge holds the GIL anyway)
+            hits = [VectorHit(point.payload["chunk_id"], point.score, point.payload)
+                    for part in self._parts for point in self._shard(part).query(request)]
         return sorted(hits, key=lambda hit: (-hit.score, hit.chunk_id))[:limit]
 
     def _retrieve_vectors(self, point_ids: list[str]) -> dict[str, Sequence[float]]:
-        return {str(record.id): record.vector[VECTOR_NAME]
-                for part, held in self._parts_holding(point_ids)
-                for record in self._shard(part).retrieve(held, False, [VECTOR_NAME])}
+        with self._lock:
+            return {str(record.id): record.vector[VECTOR_NAME]
+                    for part, held in self._parts_holding(point_ids)
+                    for record in self._shard(part).retrieve(held, False, [VECTOR_NAME])}
 
 
 def _stored_datatype(part: Path) -> qe.VectorStorageDatatype | None:
@@ -403,15 +409,3 @@ def _stored_datatype(part: Path) -> qe.VectorStorageDatatype | None:
     stored = json.loads((part / "edge_config.json").read_text())["vectors"]
     datatype = stored.get(VECTOR_NAME, {}).get("datatype")
     return VECTOR_DATATYPE if datatype == VECTOR_DATATYPE_NAME else None
-
-
-def _scrolled(shard, filter_, payload) -> Iterator[Any]:
-    """Every record of a shard (matching ``filter_``), a page at a time."""
-    offset = None
-    while True:
-        records, offset = shard.scroll(qe.ScrollRequest(
-            offset=offset, limit=SCROLL_PAGE, filter=filter_, with_payload=payload,
-            with_vector=False))
-        yield from records
-        if offset is None:
-            return

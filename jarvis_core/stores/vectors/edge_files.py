@@ -1,5 +1,5 @@
-"""An Edge store on disk: the record of its model, its parts, the lock that holds them, and
-how its files are copied (keeping their holes)."""
+"""An Edge store on disk: the record of its model, its parts, the lock that holds them, how
+its files are copied (keeping their holes) and how a part's records are paged through."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from jarvis_core.stores.vectors.base import VectorStoreBusy, VectorStoreMismatch
+import qdrant_edge as qe
+
+from jarvis_core.stores.vectors.base import SCROLL_PAGE, VectorStoreBusy, VectorStoreMismatch
 
 EDGE_SIDECAR = "jarvis_vector_store.json"
 PART_PREFIX = "part-"
@@ -125,3 +128,15 @@ def read_sidecar(directory: Path) -> dict[str, Any]:
                                   ) from exc
     except (ValueError, KeyError, TypeError) as exc:
         raise VectorStoreMismatch(f"{sidecar} is unreadable: {exc}") from exc
+
+
+def scrolled(shard, filter_, payload) -> Iterator[Any]:
+    """Every record of a shard (matching ``filter_``), a page at a time."""
+    offset = None
+    while True:
+        records, offset = shard.scroll(qe.ScrollRequest(
+            offset=offset, limit=SCROLL_PAGE, filter=filter_, with_payload=payload,
+            with_vector=False))
+        yield from records
+        if offset is None:
+            return
