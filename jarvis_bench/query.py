@@ -30,6 +30,8 @@ from jarvis_bench.search import (
     _corpus_vectors,
     _percentiles,
     _publish,
+    encoded_by,
+    query_model,
 )
 from jarvis_bench.synthetic_graph import synthetic_graph
 from jarvis_core.config import JarvisConfig
@@ -132,7 +134,7 @@ def _timed(call: Callable[[str], object], arguments: list[str]) -> dict:
     return _percentiles(timings)
 
 
-def run_query_benchmark(model: str, chunks: int, queries: int, cache_dir: Path | None = None,
+def run_query_benchmark(model: str, chunks: int, queries: int, cache_dir: Path,
                         seed: int = 11) -> dict:
     """p50/p95 of each tool over ``queries`` queries (at most one per note; each tool's
     first ``WARMUP`` run once before, untimed)."""
@@ -141,6 +143,7 @@ def run_query_benchmark(model: str, chunks: int, queries: int, cache_dir: Path |
     words = _vocabulary(model)
     embedder = Embedder(model, cache_dir=cache_dir)
     seeds = seed_vectors(embedder, synthetic_chunks(model, SEED_CHUNKS), cache_dir)
+    exported, why_none = query_model(model, cache_dir)
     graph_nodes, graph_edges = synthetic_graph(notes, seed=seed, source=SOURCE)
     note_keys = [node.key for node in graph_nodes if node.type == "note"]
     rows = _rows(_texts(words, notes * CHUNKS_PER_NOTE, rng), note_keys)
@@ -150,8 +153,9 @@ def run_query_benchmark(model: str, chunks: int, queries: int, cache_dir: Path |
     with tempfile.TemporaryDirectory(prefix="jarvis-bench-query-") as tmp:
         data_dir = Path(tmp)
         build = {"vector_index_seconds": round(_publish(
-            data_dir, embedder, rows, _corpus_vectors(seeds, len(rows), rng)), 1)}
+            data_dir, embedder, rows, _corpus_vectors(seeds, len(rows), rng), exported), 1)}
         build |= _complete_version(data_dir, rows, graph_nodes, graph_edges)
+        build["query_encoder"] = encoded_by(data_dir, why_none)
         vault = data_dir / SOURCE  # configured, so lookups search it; nothing reads its files
         vault.mkdir()
         kb = KnowledgeBase(JarvisConfig(data_dir=data_dir, sources={

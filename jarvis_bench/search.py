@@ -1,8 +1,9 @@
 """``jarvis bench search``: semantic query latency through the real query path.
 
 For each size, a serving version is built the way the pipeline publishes one (a DuckDB
-tables file and an indexed Qdrant Edge shard) and queried through ``KnowledgeBase`` —
-query embedding, vector search and the join for snippets included. Embedding 100k real
+tables file, an indexed Qdrant Edge store and the exported query model) and queried through
+``KnowledgeBase`` — query embedding (by the exported model, as servers encode), vector search
+and the join for snippets included. Embedding 100k real
 chunks would take an hour on two cores, so the corpus vectors are real embeddings of a
 few hundred chunks, each spread into many nearby unit vectors with seeded noise: the
 index sees clustered, embedding-like data; timings do not depend on what the text says.
@@ -21,11 +22,14 @@ import numpy as np
 
 from jarvis_bench.embed import seed_vectors, synthetic_chunks
 from jarvis_core.config import JarvisConfig
+from jarvis_core.settings import EmbeddingSettings
 from jarvis_core.stores import serving, tables
+from jarvis_core.stores.publish import place_query_model
 from jarvis_core.stores.vectors.base import VectorPoint, collection_name
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
 from jarvis_core.stores.vectors.sync import payload
 from jarvis_core.text.embedder import Embedder
+from jarvis_core.text.query_model import prepare_query_model
 from jarvis_query.knowledge_base import KnowledgeBase
 
 SEED_CHUNKS = 256
@@ -52,7 +56,21 @@ def _chunk_rows(size: int, texts: list[str]) -> list[dict]:
             for i in range(size)]
 
 
-def _publish(data_dir: Path, embedder: Embedder, rows: list[dict], vectors: np.ndarray) -> float:
+def query_model(model: str, cache_dir: Path) -> tuple[Path | None, str | None]:
+    """The exported query model a published version carries (servers encode queries with
+    it), or None and why not."""
+    return prepare_query_model(EmbeddingSettings(model=model), cache_dir)
+
+
+def encoded_by(data_dir: Path, why_none: str | None) -> str:
+    """What the current version's queries are encoded by, for a benchmark's output."""
+    if serving.current_version(data_dir).manifest.get("encoder"):
+        return "exported query model"
+    return f"full embedder: {why_none}"
+
+
+def _publish(data_dir: Path, embedder: Embedder, rows: list[dict], vectors: np.ndarray,
+             query_model: Path | None) -> float:
     """Build and publish a serving version; returns the seconds the index build took."""
     name, staging = serving.begin_version(data_dir)
     chunks = tables.CHUNKS.frame({k: r[k] for k in tables.CHUNKS.schema} for r in rows)
@@ -73,7 +91,8 @@ def _publish(data_dir: Path, embedder: Embedder, rows: list[dict], vectors: np.n
         build_seconds = time.perf_counter() - started
     serving.commit_version(data_dir, name, staging, {
         "model": embedder.model, "dimension": embedder.dimension, "vector_backend": "edge",
-        "collection": collection, "chunks": len(rows)})
+        "collection": collection, "chunks": len(rows),
+        "encoder": place_query_model(query_model, staging) if query_model else None})
     return build_seconds
 
 
@@ -83,10 +102,11 @@ def _percentiles(samples: list[float]) -> dict:
             "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 2)}
 
 
-def run_search_benchmark(model: str, sizes: tuple[int, ...] = (10_000, 100_000),
-                         cache_dir: Path | None = None, seed: int = 7) -> dict:
+def run_search_benchmark(model: str, sizes: tuple[int, ...], cache_dir: Path,
+                         seed: int = 7) -> dict:
     rng = np.random.default_rng(seed)
     embedder = Embedder(model, cache_dir=cache_dir)
+    exported, why_none = query_model(model, cache_dir)
     texts = synthetic_chunks(model, SEED_CHUNKS)
     seeds = seed_vectors(embedder, texts, cache_dir)
     queries = [" ".join(text.split()[:12]) for text in synthetic_chunks(model, QUERIES, seed=99)]
@@ -95,8 +115,9 @@ def run_search_benchmark(model: str, sizes: tuple[int, ...] = (10_000, 100_000),
         with tempfile.TemporaryDirectory(prefix="jarvis-bench-") as tmp:
             data_dir = Path(tmp)
             build = _publish(data_dir, embedder, _chunk_rows(size, texts),
-                             _corpus_vectors(seeds, size, rng))
+                             _corpus_vectors(seeds, size, rng), exported)
             config = JarvisConfig(data_dir=data_dir, embedding={"model": model})
+            results["query_encoder"] = encoded_by(data_dir, why_none)
             kb = KnowledgeBase(config)
             try:
                 started = time.perf_counter()

@@ -28,3 +28,4 @@ def test_bench_search_prints_latencies(sample_config):
     figures = data["sizes"]["500"]
     assert 0 < figures["p50_ms"] <= figures["p95_ms"]
     assert data["queries"] == 100
+    assert data["query_encoder"] == "exported query model"  # what servers encode with

@@ -18,6 +18,7 @@ def test_bench_query_times_every_tool(tmp_path, sample_vault):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert (data["chunks"], data["notes"], data["queries"]) == (1000, 200, 20)
+    assert data["query_encoder"] == "exported query model"  # what servers encode with
     assert set(data["tools"]) == {"keyword", "keyword_names", "semantic", "hybrid",
                                   "graph_depth_2", "graphrag"}
     for figures in data["tools"].values():
