@@ -9,7 +9,7 @@ writers build their frames with.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -208,9 +208,14 @@ def read_dicts(conn: duckdb.DuckDBPyConnection, sql: str, params: list | None = 
                batch_rows: int = 10_000) -> list[dict]:
     """The rows as dicts, fetched ``batch_rows`` at a time: no columnar copy of the whole
     result beside them, as ``read_frame(...).to_dicts()`` held."""
+    return list(iter_dicts(conn, sql, params, batch_rows))
+
+
+def iter_dicts(conn: duckdb.DuckDBPyConnection, sql: str, params: list | None = None,
+               batch_rows: int = 10_000) -> Iterator[dict]:
+    """The rows as dicts, ``batch_rows`` fetched at a time, for a caller that keeps less than
+    each whole row (the connection is busy until the last is taken)."""
     found = conn.execute(sql, params or [])
     columns = [column[0] for column in found.description]
-    rows: list[dict] = []
     while batch := found.fetchmany(batch_rows):
-        rows.extend(dict(zip(columns, row, strict=True)) for row in batch)
-    return rows
+        yield from (dict(zip(columns, row, strict=True)) for row in batch)

@@ -30,13 +30,48 @@ def conn():
         yield connection
 
 
-def ingest_mail(conn, root):
+def ingest_mail(conn, root, batch_threads=100):
     stored = mail_tables.read_stored(conn, "mail")
     hashes = mail_tables.mail_file_hashes(root)
     if stored.unchanged(hashes):
         return None, None
     read = mail_tables.read_changed_mail(conn, "mail", root, stored)
-    return read, mail_tables.write_mail(conn, "mail", read, hashes, stored, utc_now())
+    return read, mail_tables.write_mail(conn, "mail", read, hashes, stored, utc_now(),
+                                        batch_threads)
+
+
+def stored_mail(conn) -> dict[str, list]:
+    """The threads and messages stored (but a Maildir file's name, which is random)."""
+    return {table: conn.execute(f"SELECT * EXCLUDE ({leave_out}) FROM {table} "
+                                "ORDER BY ALL").fetchall()
+            for table, leave_out in (("mail_messages", "ingested_at, file, row_hash"),
+                                     ("mail_threads", "ingested_at"))}
+
+
+def test_threads_written_a_batch_at_a_time_are_those_written_at_once(tmp_path):
+    """Three threads in batches of one: the same rows as in one batch, also after a reply
+    changes a thread and a deleted file takes another away."""
+    outcomes = []
+    for batch_threads in (1, 100):
+        root = tmp_path / str(batch_threads)
+        box = write_mbox(root / "dev.mbox", message("a@x", "Dedupe", "LUM-4?\n"),
+                         message("b@x", "Re: Dedupe", "boot_id.\n", hour=11, reply_to="a@x"),
+                         message("e@x", "Release", "Friday.\n", day=14))
+        write_maildir(root / "Inbox", message("c@x", "Alerts", "Bulk.\n", day=12))
+        with duckdb.connect() as conn:
+            tables.ensure_schema(conn, registry.declared_tables())
+            ingest_mail(conn, root, batch_threads)
+            first = stored_mail(conn)
+            write_mbox(box, message("d@x", "Re: Dedupe", "Merged.\n", day=13, reply_to="b@x"))
+            next(path for path in (root / "Inbox").rglob("*") if path.is_file()).unlink()
+            _, written = ingest_mail(conn, root, batch_threads)
+            outcomes.append((first, stored_mail(conn), written.counts.as_dict(),
+                             written.messages))
+    in_batches, at_once = outcomes
+    assert [len(rows["mail_threads"]) for rows in at_once[:2]] == [3, 2]
+    assert at_once[2] == {"new": 0, "changed": 1, "unchanged": 1, "deleted": 1, "failed": 0}
+    assert at_once[3] == {"new": 1, "changed": 0, "unchanged": 3, "deleted": 1}
+    assert in_batches == at_once
 
 
 def test_stored_messages_are_the_parsed_ones_and_a_grown_mbox_reads_only_its_tail(conn, tmp_path):
@@ -69,7 +104,7 @@ def test_a_source_no_longer_configured_leaves_no_rows(conn, tmp_path):
     write_mbox(tmp_path / "dev.mbox", message("a@x", "Dedupe"))
     ingest_mail(conn, tmp_path)
     stored = mail_tables.read_stored(conn, "mail")
-    written = mail_tables.write_mail(conn, "mail", MailRead(), {}, stored, utc_now())
+    written = mail_tables.write_mail(conn, "mail", MailRead(), {}, stored, utc_now(), 100)
 
     assert written.counts.deleted == 1
     for table in ("mail_messages", "mail_threads", "mail_files"):

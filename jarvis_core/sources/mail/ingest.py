@@ -18,7 +18,6 @@ import duckdb
 
 from jarvis_core.sources.changes import file_hashes
 from jarvis_core.sources.export_rows import (
-    changes,
     failure_rows,
     identity_of,
     identity_row,
@@ -38,8 +37,8 @@ from jarvis_core.sources.mail.read import (
     read_mail_source,
 )
 from jarvis_core.sources.mail.tables import MAIL_FILES, MAIL_MESSAGES, MAIL_THREADS
-from jarvis_core.sources.mail.threads import THREAD_VERSION
-from jarvis_core.sources.plan import ItemCounts
+from jarvis_core.sources.mail.threads import THREAD_VERSION, build_thread, group_threads
+from jarvis_core.sources.plan import PREVIEW_ROWS, ItemCounts
 from jarvis_core.stores import tables
 
 MAIL_KIND = "mail"
@@ -129,8 +128,8 @@ def read_stored(conn: duckdb.DuckDBPyConnection, source: str) -> StoredMail:
 
 def stored_messages(conn: duckdb.DuckDBPyConnection, source: str) -> dict[str, MailMessage]:
     """Every stored message, as the parser returned it (read only when some file changed)."""
-    return {row["message_id"]: message_of(row) for row in tables.read_frame(
-        conn, "SELECT * FROM mail_messages WHERE source = ?", [source]).iter_rows(named=True)}
+    return {row["message_id"]: message_of(row) for row in tables.iter_dicts(
+        conn, "SELECT * FROM mail_messages WHERE source = ?", [source])}
 
 
 @dataclass(frozen=True)
@@ -139,7 +138,7 @@ class MailWrite:
 
     counts: ItemCounts            # threads
     messages: dict[str, int]      # messages new, changed, unchanged, deleted
-    threads: list[dict]           # the threads written (new and changed), without text
+    threads: list[dict]           # the first threads written (new and changed), without text
     failures: list[dict]
     warnings: int
 
@@ -161,40 +160,78 @@ def file_row(source: str, state: MailFile, file_hash: str | None) -> dict:
             "failures": [{"item": item, "reason": reason} for item, reason in state.failures]}
 
 
+class _Tally:
+    """Keys seen so far against the stored hashes: new and changed are written batch by
+    batch; what was stored and never seen is deleted at the end."""
+
+    def __init__(self, stored: dict[str, str]) -> None:
+        self.stored, self.seen = stored, set()
+        self.new = self.changed = self.unchanged = 0
+
+    def to_write(self, current: dict[str, str]) -> tuple[list[str], list[str]]:
+        """The new and the changed keys of a batch."""
+        self.seen.update(current)
+        new = [key for key in current if key not in self.stored]
+        changed = [key for key in current if key in self.stored and
+                   self.stored[key] != current[key]]
+        self.new, self.changed = self.new + len(new), self.changed + len(changed)
+        self.unchanged += len(current) - len(new) - len(changed)
+        return new, changed
+
+    def deleted(self) -> list[str]:
+        return [key for key in self.stored if key not in self.seen]
+
+    def as_dict(self) -> dict[str, int]:
+        return {"new": self.new, "changed": self.changed, "unchanged": self.unchanged,
+                "deleted": len(self.deleted())}
+
+
 def write_mail(conn: duckdb.DuckDBPyConnection, source: str, read: MailRead,
-               hashes: dict[str, str], stored: StoredMail, now: datetime) -> MailWrite:
+               hashes: dict[str, str], stored: StoredMail, now: datetime,
+               batch_threads: int) -> MailWrite:
     """Rewrite the threads whose content hash and the messages whose row changed, remove
-    those gone, record every mail file's hash and read state and the per-item failures."""
-    thread_of = {mid: thread.thread_id for thread in read.threads for mid in thread.message_ids}
-    threads = {thread.thread_id: thread for thread in read.threads}
-    thread_changes = changes({key: t.content_hash for key, t in threads.items()}, stored.threads)
-    messages = {mid: message_row(source, message, thread_of.get(mid))
-                for mid, message in read.messages.items()}
-    message_changes = changes({mid: row["row_hash"] for mid, row in messages.items()},
-                              stored.messages)
-    thread_rows = [thread_row(source, threads[key], now)
-                   for key in thread_changes["new"] + thread_changes["changed"]]
-    message_rows = [{**messages[mid], "ingested_at": now}
-                    for mid in message_changes["new"] + message_changes["changed"]]
+    those gone, record every mail file's hash and read state and the per-item failures.
+    Thread documents and rows are made and written ``batch_threads`` threads at a time,
+    with their messages, so only the messages as read are held whole. The files' hashes are
+    written last: a write cut short leaves them as they were, and the next run compares
+    every thread again."""
+    threads, messages = _Tally(stored.threads), _Tally(stored.messages)
+    preview: list[dict] = []
+    grouped = group_threads(read.messages.values())
+    for start in range(0, len(grouped), batch_threads):
+        groups = grouped[start:start + batch_threads]
+        built = [build_thread(group) for group in groups]
+        new, changed = threads.to_write({t.thread_id: t.content_hash for t in built})
+        written = set(new + changed)
+        thread_rows = [thread_row(source, thread, now) for thread in built
+                       if thread.thread_id in written]
+        preview += [{k: v for k, v in row.items() if k != "text"}
+                    for row in thread_rows[:PREVIEW_ROWS - len(preview)]]
+        rows = {message.message_id: message_row(source, message, thread.thread_id)
+                for thread, group in zip(built, groups, strict=True) for message in group}
+        new_ids, changed_ids = messages.to_write({mid: row["row_hash"]
+                                                  for mid, row in rows.items()})
+        for table, key, removed, written_rows in (
+                (MAIL_THREADS, "thread_id", changed, thread_rows),
+                (MAIL_MESSAGES, "message_id", changed_ids,
+                 [{**rows[mid], "ingested_at": now} for mid in new_ids + changed_ids])):
+            tables.replace_rows(conn, table, source=source, remove_paths=removed,
+                                rows=written_rows, key_column=key)
+    for table, key, tally in ((MAIL_THREADS, "thread_id", threads),
+                              (MAIL_MESSAGES, "message_id", messages)):
+        tables.replace_rows(conn, table, source=source, remove_paths=tally.deleted(), rows=(),
+                            key_column=key)
     failures = failure_rows(source, read.problems, now)
     file_rows = [file_row(source, state, hashes.get(path))
                  for path, state in sorted(read.files.items())]
     if hashes:  # what shapes the threads (not for a source being removed)
         file_rows.append({"source": source, "path": _SETTINGS, "file_hash": _SETTINGS_ID})
-    for table, key, change, rows in (
-            (MAIL_THREADS, "thread_id", thread_changes, thread_rows),
-            (MAIL_MESSAGES, "message_id", message_changes, message_rows)):
-        tables.replace_rows(conn, table, source=source,
-                            remove_paths=change["changed"] + change["deleted"],
-                            rows=rows, key_column=key)
-    for table, rows in ((MAIL_FILES, file_rows), (tables.INGEST_FAILURES, failures)):
+    for table, rows in ((tables.INGEST_FAILURES, failures), (MAIL_FILES, file_rows)):
         tables.replace_rows(conn, table, source=source, remove_paths=None, rows=rows)
-    counts = ItemCounts(*(len(thread_changes[name]) for name in ("new", "changed", "unchanged",
-                                                                 "deleted")),
-                        failed=len(failures))
-    return MailWrite(counts, {name: len(keys) for name, keys in message_changes.items()},
-                     [{k: v for k, v in row.items() if k != "text"} for row in thread_rows],
-                     failures, warning_count(read.problems))
+    counts = ItemCounts(threads.new, threads.changed, threads.unchanged,
+                        len(threads.deleted()), failed=len(failures))
+    return MailWrite(counts, messages.as_dict(), preview, failures,
+                     warning_count(read.problems))
 
 
 def mail_figures(conn: duckdb.DuckDBPyConnection, source: str) -> dict[str, int]:
@@ -216,7 +253,7 @@ def read_changed_mail(conn: duckdb.DuckDBPyConnection, source: str, root: Path,
 
 def _written(conn: duckdb.DuckDBPyConnection, run: IngestRun, read: MailRead,
              hashes: dict[str, str], stored: StoredMail) -> Ingested:
-    written = write_mail(conn, run.source, read, hashes, stored, run.now)
+    written = write_mail(conn, run.source, read, hashes, stored, run.now, run.batch_items)
     figures = mail_figures(conn, run.source)
     return Ingested(
         counts=written.counts.as_dict(), rows=figures["messages"], location=None,

@@ -64,11 +64,15 @@ class MailProblem:
 @dataclass
 class MailRead:
     messages: dict[str, MailMessage] = field(default_factory=dict)  # by Message-ID
-    threads: list[MailThread] = field(default_factory=list)
     files: dict[str, MailFile] = field(default_factory=dict)
     problems: list[MailProblem] = field(default_factory=list)
     parsed: int = 0           # messages parsed this run
     reused: int = 0           # messages taken from the previous run unparsed
+
+    @property
+    def threads(self) -> list[MailThread]:
+        """Every thread's document (the ingest makes them a batch at a time instead)."""
+        return build_threads(self.messages.values())
 
 
 def _envelope_date(line: bytes) -> datetime | None:
@@ -216,10 +220,11 @@ def _read_single(path: Path, relative: str, kind: str, previous: MailFile | None
 
 def read_mail_source(root: Path, *, files: Mapping[str, MailFile] | None = None,
                      messages: Mapping[str, MailMessage] | None = None) -> MailRead:
-    """Every message and thread of the mail source at ``root``. ``files`` and ``messages``
-    are what the previous run returned (its ``files`` and ``messages``): unchanged files and
-    the already-read part of a grown mbox are taken from them without parsing. A Message-ID
-    seen twice keeps its first copy (files in path order), the other is a warning."""
+    """Every message of the mail source at ``root`` (and so its threads). ``files`` and
+    ``messages`` are what the previous run returned (its ``files`` and ``messages``):
+    unchanged files and the already-read part of a grown mbox are taken from them without
+    parsing. A Message-ID seen twice keeps its first copy (files in path order), the other
+    is a warning."""
     if not root.exists():
         raise MailError(f"mail source path does not exist: {root}")
     files, stored = files or {}, messages or {}
@@ -249,7 +254,6 @@ def read_mail_source(root: Path, *, files: Mapping[str, MailFile] | None = None,
             result.messages[message.message_id] = message
             result.problems += [MailProblem(relative, message.item, warning, WARNING)
                                 for warning in message.warnings]
-    result.threads = build_threads(result.messages.values())
     return result
 
 
