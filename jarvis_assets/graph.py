@@ -66,7 +66,8 @@ def knowledge_graph(context: dg.AssetExecutionContext, jarvis: JarvisConfigResou
         dangling = apply_to_store(graph_store, update)
     watch.lap("extract")
     with tables.get_connection() as conn:
-        figures = write_tables(conn, source, extracted, update, inputs.first_seen, now)
+        figures = write_tables(conn, source, extracted, update, inputs.first_seen, now,
+                               config.resources.batch_rows)
     watch.lap("write")
     counts = {**update.counts().as_dict(), "nodes": len(extracted.nodes),
               "edges": figures["edges"], "inferred_edges": len(inferred),

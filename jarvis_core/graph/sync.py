@@ -4,9 +4,10 @@ changed (by fingerprint), and write exactly those to the graph store and the tab
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import duckdb
 
@@ -103,32 +104,44 @@ def edge_row(edge: Edge) -> dict:
             "weight": edge.weight}
 
 
-def _rows(items, changed: set[str]) -> list[dict]:
-    return [vars(item) for item in items if item.origin in changed]
+def _in_batches(conn: duckdb.DuckDBPyConnection, table: tables.Table, source: str,
+                removed: set[str] | None, items: list, to_row: Callable[[Any], dict],
+                batch_rows: int) -> None:
+    """Delete the source's rows of ``removed`` origins (every row for None), then insert a
+    row per item ``batch_rows`` at a time: the rows and their frame exist a batch at a time.
+    Fingerprints are written after the rows they stand for: a write cut short is redone."""
+    for start in range(0, max(len(items), 1), batch_rows):
+        tables.replace_rows(conn, table, source=source,
+                            remove_paths=removed if start == 0 else (),
+                            rows=[to_row(item) for item in items[start:start + batch_rows]],
+                            key_column="origin")
 
 
 def write_tables(conn: duckdb.DuckDBPyConnection, source: str, extracted: SourceGraph,
-                 update: GraphUpdate, first_seen: dict[str, datetime], now: datetime) -> dict:
+                 update: GraphUpdate, first_seen: dict[str, datetime], now: datetime,
+                 batch_rows: int) -> dict:
     """Rewrite the changed origins' rows, refresh the source's nodes, drop cross-source
     edges that lost an end; the source's stored totals after it."""
-    node_rows = [{"source": source, "node_key": n.key, "type": n.type, "title": n.title,
-                  "node_source": n.source, "properties": json.dumps(n.properties, default=str),
-                  "first_seen": first_seen.get(n.key, now), "last_seen": now}
-                 for n in extracted.nodes]
-    for table, rows in (
-        (tables.GRAPH_EDGES, [edge_row(edge) for edge in update.edges]),
-        (tables.GRAPH_REFERENCES, _rows(extracted.references, update.changed)),
-        (tables.BROKEN_LINKS, _rows(extracted.broken, update.changed)),
-        (tables.CHUNK_MENTIONS, _rows(extracted.mentions, update.changed)),
-        (tables.GRAPH_ORIGINS, [{"source": source, "origin": origin, "fingerprint": fingerprint,
-                            "extracted_at": now}
-                           for origin, fingerprint in update.fingerprints.items()
-                           if origin in update.changed]),
+    def changed(items) -> list:
+        return [item for item in items if item.origin in update.changed]
+
+    def node_row(node: Node) -> dict:
+        return {"source": source, "node_key": node.key, "type": node.type, "title": node.title,
+                "node_source": node.source,
+                "properties": json.dumps(node.properties, default=str),
+                "first_seen": first_seen.get(node.key, now), "last_seen": now}
+
+    for table, items, to_row in (
+        (tables.GRAPH_EDGES, update.edges, edge_row),
+        (tables.GRAPH_REFERENCES, changed(extracted.references), vars),
+        (tables.BROKEN_LINKS, changed(extracted.broken), vars),
+        (tables.CHUNK_MENTIONS, changed(extracted.mentions), vars),
+        (tables.GRAPH_ORIGINS, sorted(update.changed & set(update.fingerprints)),
+         lambda origin: {"source": source, "origin": origin,
+                         "fingerprint": update.fingerprints[origin], "extracted_at": now}),
     ):
-        tables.replace_rows(conn, table, source=source, remove_paths=update.rewrite,
-                            rows=rows, key_column="origin")
-    tables.replace_rows(conn, tables.GRAPH_NODES, source=source, remove_paths=None,
-                        rows=node_rows)
+        _in_batches(conn, table, source, update.rewrite, items, to_row, batch_rows)
+    _in_batches(conn, tables.GRAPH_NODES, source, None, extracted.nodes, node_row, batch_rows)
     # as in the graph store, a node that is gone (a removed ticket, commit or file) takes the
     # cross-source edges touching it; cross-source linking resolves them again
     conn.execute("DELETE FROM graph_edges WHERE extractor = ? AND NOT ("

@@ -184,7 +184,7 @@ def replace_rows(
         with transaction(conn):
             if remove_paths is None:
                 conn.execute(f"DELETE FROM {table.name} WHERE source = ?", [source])
-            else:
+            elif remove.height:
                 conn.register("jarvis_remove", remove.to_arrow())
                 conn.execute(f'DELETE FROM {table.name} WHERE source = ? AND "{key_column}" IN '
                              "(SELECT p FROM jarvis_remove)", [source])

@@ -47,8 +47,14 @@ def refresh(conn, store):
     in_sync = store_in_sync(store.document_keys(REPO), inputs.previous)
     update = plan_update(extracted, [], extracted.fingerprints, inputs.previous, in_sync)
     assert apply_to_store(store, update) == 0  # nothing dangles
-    write_tables(conn, REPO, extracted, update, inputs.first_seen, datetime.now(UTC))
+    write_tables(conn, REPO, extracted, update, inputs.first_seen, datetime.now(UTC),
+                 batch_rows=2)  # rows written two at a time: each table in several batches
+    assert rows_of(conn, "graph_nodes") == len(extracted.nodes)
     return update
+
+
+def rows_of(conn, table: str) -> int:
+    return conn.execute(f"SELECT count(*) FROM {table} WHERE source = ?", [REPO]).fetchone()[0]
 
 
 def callees(store, key) -> set[str]:
@@ -63,6 +69,8 @@ def test_code_graph_refreshes_file_by_file(synced):
     write_code(conn, paths, [*kept, sym("b.py", "helper")], calls)
     first = refresh(conn, store)
     assert first.changed == {f(p) for p in paths}
+    assert rows_of(conn, "graph_edges") == len(first.edges) > 2
+    assert rows_of(conn, "graph_origins") == len(first.changed)
     assert callees(store, s("a.py", "run")) == {s("b.py", "helper")}
 
     assert refresh(conn, store).changed == set()  # the store is in sync: nothing to rewrite
