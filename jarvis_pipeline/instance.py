@@ -94,13 +94,14 @@ def project_instance(config: JarvisConfig):
     commands that do not run the pipeline). With ``instance.fast_storage`` on, where its
     settings leave storage at Dagster's SQLite default, the same files are written through
     storages that keep their engines (``jarvis_pipeline.instance_storage``); off, the
-    storages are Dagster's own, as ``DagsterInstance.get()`` makes them from the settings."""
+    storages are Dagster's own, as ``DagsterInstance.get()`` makes them from the settings.
+    Its runs' output is left to the process's own (``_TERMINAL_OUTPUT``)."""
     import dagster as dg
     import yaml
 
     home = dagster_home(config)
     settings = yaml.safe_load((home / "dagster.yaml").read_text()) or {}
-    overrides = None
+    overrides = {}
     if config.instance.fast_storage and not any(key in settings for key in _STORAGE_KEYS):
         changes = fast_storage_changes()
         if changes:
@@ -108,10 +109,20 @@ def project_instance(config: JarvisConfig):
         from jarvis_pipeline.instance_storage import storage_overrides
 
         overrides = storage_overrides(home)
+    if "compute_logs" not in settings:
+        overrides = {**overrides, "compute_logs": _TERMINAL_OUTPUT}
     # Dagster's public constructor of a persistent instance from a folder's dagster.yaml,
-    # with overrides; without them, the instance `DagsterInstance.get()` makes of
-    # $DAGSTER_HOME. Nothing of it is temporary when the folder is given.
+    # with overrides. Nothing of it is temporary when the folder is given.
     return dg.DagsterInstance.local_temp(str(home), overrides=overrides)
+
+
+# The runs of a refresh execute in its own process, whose output is the terminal's (or the
+# daemon's log): Dagster's default capture of it to files starts a `tail` and a Python
+# watcher process per run. Its structured event log is kept as ever; `jarvis ui` and the
+# daemon, which read dagster.yaml themselves, keep the default capture for the runs they
+# launch, and a dagster.yaml naming its own `compute_logs` is followed.
+_TERMINAL_OUTPUT = {"module": "dagster._core.storage.noop_compute_log_manager",
+                    "class": "NoOpComputeLogManager"}
 
 
 PROCESS_TAG = "jarvis/process"  # host:pid of the `jarvis refresh` that ran the run in-process

@@ -150,7 +150,7 @@ def test_without_fast_storage_the_instance_is_the_one_dagster_makes(tmp_path, mo
     config = write_config(tmp_path / "project", {}, instance={"fast_storage": False})
     home = dagster_home(config)
     with project_instance(config) as ours, dagsters_own_instance(home, monkeypatch) as own:
-        assert ours.get_ref() == own.get_ref()
+        assert but_output(ours) == but_output(own)
         assert storage_types(ours) == storage_types(own)
         assert not set(storage_types(ours)) & set(KEPT_ENGINE_STORAGES)
 
@@ -161,5 +161,25 @@ def test_a_home_whose_settings_name_a_storage_keeps_it(tmp_path, monkeypatch, fa
     name_a_storage(config, tmp_path / "elsewhere")
     home = dagster_home(config)
     with project_instance(config) as ours, dagsters_own_instance(home, monkeypatch) as own:
-        assert ours.get_ref() == own.get_ref()
+        assert but_output(ours) == but_output(own)
     assert (tmp_path / "elsewhere" / "history" / "runs.db").is_file()
+
+
+def but_output(instance):
+    """The instance's settings but how it captures its runs' output."""
+    return instance.get_ref()._replace(compute_logs_data=None)
+
+
+def test_a_refreshs_runs_leave_their_output_to_the_terminal(tmp_path):
+    """No output capture (a `tail` and a watcher process per run) unless dagster.yaml names
+    one; `jarvis ui` and the daemon read dagster.yaml themselves and keep Dagster's."""
+    config = write_config(tmp_path / "project", {})
+    with project_instance(config) as instance:
+        assert type(instance.compute_log_manager).__name__ == "NoOpComputeLogManager"
+    settings = dagster_home(config) / "dagster.yaml"
+    settings.write_text(settings.read_text() + "compute_logs:\n  module: "
+                        "dagster._core.storage.local_compute_log_manager\n"
+                        "  class: LocalComputeLogManager\n  config:\n"
+                        f"    base_dir: {tmp_path / 'logs'}\n")
+    with project_instance(config) as instance:
+        assert type(instance.compute_log_manager).__name__ == "LocalComputeLogManager"
