@@ -70,7 +70,7 @@ def encoded_by(data_dir: Path, why_none: str | None) -> str:
 
 
 def _publish(data_dir: Path, embedder: Embedder, rows: list[dict], vectors: np.ndarray,
-             query_model: Path | None) -> float:
+             exported: Path | None) -> float:
     """Build and publish a serving version; returns the seconds the index build took."""
     name, staging = serving.begin_version(data_dir)
     chunks = tables.CHUNKS.frame({k: r[k] for k in tables.CHUNKS.schema} for r in rows)
@@ -92,7 +92,7 @@ def _publish(data_dir: Path, embedder: Embedder, rows: list[dict], vectors: np.n
     serving.commit_version(data_dir, name, staging, {
         "model": embedder.model, "dimension": embedder.dimension, "vector_backend": "edge",
         "collection": collection, "chunks": len(rows),
-        "encoder": place_query_model(query_model, staging) if query_model else None})
+        "encoder": place_query_model(exported, staging) if exported else None})
     return build_seconds
 
 

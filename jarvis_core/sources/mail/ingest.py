@@ -179,11 +179,8 @@ class _Tally:
         return new, changed
 
     def deleted(self) -> list[str]:
+        """The stored keys never seen (asked once, after the last batch)."""
         return [key for key in self.stored if key not in self.seen]
-
-    def as_dict(self) -> dict[str, int]:
-        return {"new": self.new, "changed": self.changed, "unchanged": self.unchanged,
-                "deleted": len(self.deleted())}
 
 
 def write_mail(conn: duckdb.DuckDBPyConnection, source: str, read: MailRead,
@@ -217,9 +214,10 @@ def write_mail(conn: duckdb.DuckDBPyConnection, source: str, read: MailRead,
                  [{**rows[mid], "ingested_at": now} for mid in new_ids + changed_ids])):
             tables.replace_rows(conn, table, source=source, remove_paths=removed,
                                 rows=written_rows, key_column=key)
-    for table, key, tally in ((MAIL_THREADS, "thread_id", threads),
-                              (MAIL_MESSAGES, "message_id", messages)):
-        tables.replace_rows(conn, table, source=source, remove_paths=tally.deleted(), rows=(),
+    threads_deleted, messages_deleted = threads.deleted(), messages.deleted()
+    for table, key, deleted in ((MAIL_THREADS, "thread_id", threads_deleted),
+                                (MAIL_MESSAGES, "message_id", messages_deleted)):
+        tables.replace_rows(conn, table, source=source, remove_paths=deleted, rows=(),
                             key_column=key)
     failures = failure_rows(source, read.problems, now)
     file_rows = [file_row(source, state, hashes.get(path))
@@ -229,9 +227,11 @@ def write_mail(conn: duckdb.DuckDBPyConnection, source: str, read: MailRead,
     for table, rows in ((tables.INGEST_FAILURES, failures), (MAIL_FILES, file_rows)):
         tables.replace_rows(conn, table, source=source, remove_paths=None, rows=rows)
     counts = ItemCounts(threads.new, threads.changed, threads.unchanged,
-                        len(threads.deleted()), failed=len(failures))
-    return MailWrite(counts, messages.as_dict(), preview, failures,
-                     warning_count(read.problems))
+                        len(threads_deleted), failed=len(failures))
+    return MailWrite(counts, {"new": messages.new, "changed": messages.changed,
+                              "unchanged": messages.unchanged,
+                              "deleted": len(messages_deleted)},
+                     preview, failures, warning_count(read.problems))
 
 
 def mail_figures(conn: duckdb.DuckDBPyConnection, source: str) -> dict[str, int]:
