@@ -7,17 +7,12 @@ from jarvis_assets.automation import follows_upstream
 from jarvis_assets.embeddings import embeddings
 from jarvis_assets.metadata import counts_table, markdown_table
 from jarvis_assets.partitions import source_partitions
-from jarvis_core.graph.similarity import similar_note_edges, with_inferred
-from jarvis_core.graph.sync import (
-    apply_to_store,
-    plan_update,
-    read_inputs,
-    store_in_sync,
-    write_tables,
-)
+from jarvis_core.graph.similarity import similar_note_edges
+from jarvis_core.graph.sync import sync_graph
 from jarvis_core.progress import Stopwatch
 from jarvis_core.sources.extraction import NO_GRAPH
 from jarvis_core.sources.plan import utc_now
+from jarvis_core.stores.tables import read_dicts
 from jarvis_resources import (
     GraphStoreResource,
     JarvisConfigResource,
@@ -46,40 +41,44 @@ def knowledge_graph(context: dg.AssetExecutionContext, jarvis: JarvisConfigResou
     that resolves differently, a new similarity) are rewritten, in DuckDB and the graph store.
     """
     source = context.partition_key
-    config, watch, now = jarvis.load(), Stopwatch(), utc_now()
+    config, watch = jarvis.load(), Stopwatch()
     kind = config.kind_of(source)
     extractor = kind.pipeline.graph if kind is not None else NO_GRAPH
-    with tables.get_connection() as conn:
-        inputs = read_inputs(conn, source, extractor, config.resources.batch_rows)
-    settings, inferred = config.graph, []
-    extracted = extractor.extract(source, config.sources.get(source), settings, inputs.rows,
-                                  inputs.chunk_rows)
-    if settings.similarity_top_k and kind is not None and kind.name == "vault":
-        with vectors.open() as vector_store:
-            stored = vector_store.vectors([row["chunk_id"] for row in inputs.chunk_rows])
-        inferred = similar_note_edges(source, inputs.chunk_rows, stored,
-                                      settings.similarity_top_k, settings.similarity_threshold)
-    fingerprints = with_inferred(extracted.fingerprints, inferred)
+    settings = config.graph
+
+    def extract(rows, chunk_rows):
+        return extractor.extract(source, config.sources.get(source), settings, rows, chunk_rows)
+
     with graph.open() as graph_store:
-        in_sync = store_in_sync(graph_store.document_keys(source), inputs.previous)
-        update = plan_update(extracted, inferred, fingerprints, inputs.previous, in_sync)
-        dangling = apply_to_store(graph_store, update)
-    watch.lap("extract")
-    with tables.get_connection() as conn:
-        figures = write_tables(conn, source, extracted, update, inputs.first_seen, now,
-                               config.resources.batch_rows)
-    watch.lap("write")
-    counts = {**update.counts().as_dict(), "nodes": len(extracted.nodes),
-              "edges": figures["edges"], "inferred_edges": len(inferred),
-              "broken_links": figures["broken_links"]}
+        run = sync_graph(source, extractor, extract, tables.get_connection, graph_store,
+                         now=utc_now(), batch_documents=config.resources.batch_documents,
+                         batch_rows=config.resources.batch_rows,
+                         inferred=_similarities(source, config, tables, vectors)
+                         if settings.similarity_top_k and kind is not None
+                         and kind.name == "vault" else [])
+    watch.lap("sync")
+    counts = {**run.counts.as_dict(), "nodes": run.nodes, "edges": run.figures["edges"],
+              "inferred_edges": run.inferred, "broken_links": run.figures["broken_links"]}
     context.log.info(f"{source}: graph {counts}")
     return dg.MaterializeResult(metadata={
         **counts, **watch.seconds,
         "source_kind": kind.name if kind is not None else "(not configured)",
-        "dagster/row_count": figures["edges"],
+        "dagster/row_count": run.figures["edges"],
         "graph_store": graph.backend,
-        "dangling_edges_in_store": dangling,
-        "edges_by_relation": counts_table(figures["edges_by_relation"]),
+        "dangling_edges_in_store": run.dangling,
+        "edges_by_relation": counts_table(run.figures["edges_by_relation"]),
         "broken_link_examples": markdown_table(
-            [vars(b) for b in extracted.broken], ["origin", "target", "reason", "line"]),
+            [vars(b) for b in run.broken], ["origin", "target", "reason", "line"]),
     })
+
+
+def _similarities(source: str, config, tables: TablesResource,
+                  vectors: VectorStoreResource) -> list:
+    """SIMILAR_TO edges between the source's notes whose mean chunk vectors are close."""
+    with tables.get_connection() as conn:
+        chunk_rows = read_dicts(conn, "SELECT chunk_id, doc_key FROM chunks WHERE source = ?",
+                                [source], config.resources.batch_rows)
+    with vectors.open() as vector_store:
+        stored = vector_store.vectors([row["chunk_id"] for row in chunk_rows])
+    return similar_note_edges(source, chunk_rows, stored, config.graph.similarity_top_k,
+                              config.graph.similarity_threshold)

@@ -84,14 +84,33 @@ class SourceGraph:
 
 
 @dataclass(frozen=True)
+class DocumentBatches:
+    """A kind whose documents are extracted a batch at a time (the graph sync reads, extracts
+    and writes one batch before the next), for sources too large to hold whole: the rows of
+    ``query`` (SQL with the source as its one parameter, a row per document) come to the
+    extractor under ``name``, ``resources.batch_documents`` at a time in ``id_column``
+    order, with the rows of each ``per_batch`` query (SQL with the source and the batch's
+    ids as parameters) and the chunks of the batch's documents (``key``: source and row to
+    the document's key). The extractor's own ``queries`` are read once, for every batch:
+    what resolves across documents (people, ids to keys)."""
+
+    name: str
+    query: str
+    id_column: str
+    key: Callable[[str, dict], str]
+    per_batch: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class GraphExtractor:
     """The rows one source kind's graph is made from (SQL with the source as its one
     parameter) and the pure function over them, the source's settings, the graph settings
-    and the source's chunks."""
+    and the source's chunks; with ``batches``, a function over one batch of documents."""
 
     queries: dict[str, str]
     extract: Callable[[str, Any, GraphSettings, dict[str, list[dict]], list[dict]],
                       SourceGraph]
+    batches: DocumentBatches | None = None
 
 
 # A source no longer configured extracts nothing, so its graph is removed.

@@ -3,19 +3,14 @@
 a second run rewrites nothing, a moved callee rewrites the files it concerns, a deleted
 file leaves the store."""
 
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import duckdb
 import pytest
 
-from jarvis_core.graph.sync import (
-    apply_to_store,
-    plan_update,
-    read_inputs,
-    store_in_sync,
-    write_tables,
-)
+from jarvis_core.graph.sync import sync_graph
 from jarvis_core.settings import GraphSettings
 from jarvis_core.sources import registry
 from jarvis_core.sources.repo.graph import EXTRACTOR
@@ -41,16 +36,16 @@ def write_code(conn, paths, symbols, references) -> None:
 
 def refresh(conn, store):
     """What knowledge_graph does for one source (without similarity edges)."""
-    inputs = read_inputs(conn, REPO, EXTRACTOR, batch_rows=3)
-    extracted = EXTRACTOR.extract(REPO, SimpleNamespace(knowledge_dir=".jarvis"),
-                                  GraphSettings(), inputs.rows, inputs.chunk_rows)
-    in_sync = store_in_sync(store.document_keys(REPO), inputs.previous)
-    update = plan_update(extracted, [], extracted.fingerprints, inputs.previous, in_sync)
-    assert apply_to_store(store, update) == 0  # nothing dangles
-    write_tables(conn, REPO, extracted, update, inputs.first_seen, datetime.now(UTC),
-                 batch_rows=2)  # rows written two at a time: each table in several batches
-    assert rows_of(conn, "graph_nodes") == len(extracted.nodes)
-    return update
+    def extract(rows, chunk_rows):
+        return EXTRACTOR.extract(REPO, SimpleNamespace(knowledge_dir=".jarvis"),
+                                 GraphSettings(), rows, chunk_rows)
+
+    run = sync_graph(REPO, EXTRACTOR, extract, lambda: nullcontext(conn), store,
+                     now=datetime.now(UTC), batch_documents=100,
+                     batch_rows=2)  # rows written two at a time: each table in several batches
+    assert run.dangling == 0  # nothing dangles
+    assert rows_of(conn, "graph_nodes") == run.nodes
+    return run
 
 
 def rows_of(conn, table: str) -> int:
@@ -69,7 +64,7 @@ def test_code_graph_refreshes_file_by_file(synced):
     write_code(conn, paths, [*kept, sym("b.py", "helper")], calls)
     first = refresh(conn, store)
     assert first.changed == {f(p) for p in paths}
-    assert rows_of(conn, "graph_edges") == len(first.edges) > 2
+    assert rows_of(conn, "graph_edges") == first.edges_written > 2
     assert rows_of(conn, "graph_origins") == len(first.changed)
     assert callees(store, s("a.py", "run")) == {s("b.py", "helper")}
 

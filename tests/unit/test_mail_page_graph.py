@@ -4,11 +4,16 @@ cross-source resolution of what they cite and of what cites them."""
 
 from datetime import datetime
 
+import duckdb
+
 from jarvis_core.graph.cross_source import resolve_references
+from jarvis_core.graph.sync import GraphRun
 from jarvis_core.sources import registry
+from jarvis_core.sources.confluence.graph import EXTRACTOR as PAGES_EXTRACTOR
 from jarvis_core.sources.confluence.graph import extract_page_graph, page_key
 from jarvis_core.sources.confluence.ingest import page_row
 from jarvis_core.sources.confluence.read import read_confluence_export
+from jarvis_core.sources.mail.graph import EXTRACTOR as MAIL_EXTRACTOR
 from jarvis_core.sources.mail.graph import extract_mail_graph, thread_key
 from jarvis_core.sources.mail.ingest import message_row, thread_row
 from jarvis_core.sources.mail.read import read_mail_source
@@ -22,6 +27,8 @@ from jarvis_core.sources.references import (
     PAGE_TITLE,
     ReferenceIndex,
 )
+from jarvis_core.stores import tables
+from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from tests.export_helpers import (
     DANIEL,
     MAYA,
@@ -37,6 +44,7 @@ from tests.export_helpers import (
     write_mbox,
     write_rest_export,
 )
+from tests.graph_helpers import graph_rows, synced, write_rows
 
 NOW = datetime(2026, 11, 1)
 GIT_MAYA = Identity("Maya Chen", "maya.chen@lumen.example")   # as a commit spells her
@@ -280,3 +288,73 @@ def test_citations_become_edges_both_ways_and_ambiguity_is_listed_without_warnin
         (page_key("wiki", INGEST), "MENTIONS", DEDUPE, f"xref:{page_key('wiki', INGEST)}")}
     assert [(u["target"], u["reason"]) for u in unresolved] == [
         ("Ingest API", "ambiguous_document")]
+
+
+def _synced_mail(folder, conn, store, batch_documents: int, *messages) -> GraphRun:
+    """The mail source of ``messages`` through the graph sync, its threads extracted
+    ``batch_documents`` at a time."""
+    write_mbox(folder / "box.mbox", *messages)
+    read = read_mail_source(folder)
+    thread_of = {mid: t.thread_id for t in read.threads for mid in t.message_ids}
+    threads = [thread_row("mail", t, NOW) for t in read.threads]
+    write_rows(conn, "mail", {
+        "mail_threads": threads,
+        "mail_messages": [{**message_row("mail", m, thread_of[mid]), "ingested_at": NOW}
+                          for mid, m in read.messages.items()],
+        "chunks": [{**chunk, "path": "box.mbox"} for t in threads
+                   for chunk in section_chunks(thread_key("mail", t["thread_id"]),
+                                               t["text"], "## ")]})
+    return synced(conn, store, "mail", MAIL_EXTRACTOR, batch_documents)
+
+
+def test_threads_extracted_a_batch_at_a_time_make_the_graph_one_batch_makes(tmp_path):
+    """A thread citing one of a later batch (its edge waits for the end), then that thread
+    deleted: a batch of one thread at a time writes the tables and the store one batch
+    writes."""
+    runs = {}
+    for size in (1, 100):
+        with duckdb.connect() as conn, SqliteGraphStore(tmp_path / f"{size}.sqlite") as store:
+            tables.ensure_schema(conn, registry.declared_tables())
+            first = _synced_mail(tmp_path / f"mail-{size}", conn, store, size, *DEDUPE_THREAD)
+            assert first.dangling == 0 and first.counts.new == 2
+            assert conn.execute("SELECT count(*) FROM graph_edges WHERE src = ? AND dst = ?",
+                                [DEDUPE, ALERTS]).fetchone() == (1,)  # cited across batches
+            whole = graph_rows(conn, store)
+            (tmp_path / f"mail-{size}" / "box.mbox").unlink()
+            gone = _synced_mail(tmp_path / f"mail-{size}", conn, store, size,
+                                *DEDUPE_THREAD[:3])
+            assert gone.removed == {ALERTS} and gone.dangling == 0
+            runs[size] = whole, graph_rows(conn, store)
+    assert runs[1] == runs[100]
+    assert any(ALERTS in str(row) for row in runs[1][0]["store edges"])
+    assert not any(ALERTS in str(row) for table in ("store nodes", "graph_nodes", "graph_edges")
+                   for row in runs[1][1][table])
+
+
+def test_pages_extracted_a_batch_at_a_time_make_the_graph_one_batch_makes(tmp_path):
+    """Links and parents across batches (their edges wait for the end), then a page deleted:
+    a page at a time writes what one batch writes."""
+    runs = {}
+    for size in (1, 100):
+        with duckdb.connect() as conn, SqliteGraphStore(tmp_path / f"{size}.sqlite") as store:
+            tables.ensure_schema(conn, registry.declared_tables())
+            found = []
+            for step, pages in enumerate((export_pages(), [
+                    page for page in export_pages() if page["id"] != ARCHITECTURE])):
+                read = read_confluence_export(write_rest_export(
+                    tmp_path / f"{size}-{step}" / "content.json", pages))
+                rows = [{**page_row("wiki", page), "ingested_at": NOW}
+                        for page in read.pages.values()]
+                write_rows(conn, "wiki", {"pages": rows, "chunks": [
+                    {**chunk, "path": "content.json"} for row in rows
+                    for chunk in section_chunks(page_key("wiki", row["page_id"]), row["text"],
+                                                "## ")]})
+                run = synced(conn, store, "wiki", PAGES_EXTRACTOR, size)
+                assert run.dangling == 0
+                found.append(graph_rows(conn, store))
+            assert run.removed == {page_key("wiki", ARCHITECTURE)}
+            runs[size] = found
+    assert runs[1] == runs[100]
+    home, architecture, ingest = (page_key("wiki", pid) for pid in (HOME, ARCHITECTURE, INGEST))
+    assert {(row[1], row[2]) for row in runs[1][0]["store edges"] if row[3] == "LINKS_TO"} == {
+        (architecture, ingest), (ingest, home)}  # in key order, ingest's batch is the last

@@ -26,7 +26,13 @@ from collections.abc import Iterable
 from jarvis_core.settings import GraphSettings
 from jarvis_core.sources.collector import DocumentText, Evidence, GraphCollector
 from jarvis_core.sources.export_rows import identity_of
-from jarvis_core.sources.extraction import OTHER_PEOPLE, GraphExtractor, SourceGraph, other_people
+from jarvis_core.sources.extraction import (
+    OTHER_PEOPLE,
+    DocumentBatches,
+    GraphExtractor,
+    SourceGraph,
+    other_people,
+)
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
     JIRA,
@@ -178,14 +184,18 @@ def _references(graph: GraphCollector, key: str, page: dict, pages: _Pages,
 
 
 def extract_page_graph(source: str, pages: list[dict], chunks: list[dict],
-                       known_people: Iterable[Identity] = ()) -> SourceGraph:
+                       known_people: Iterable[Identity] = (),
+                       every_page: Iterable[dict] | None = None) -> SourceGraph:
     """The graph of one export from its ``pages`` rows and their chunks (chunk_id, doc_key,
     char_start, char_end), in a deterministic order; ``known_people`` are identities other
-    sources recorded (Jira users with their account ids)."""
-    identities = [identity for row in pages for identity in map(identity_of, (
+    sources recorded (Jira users with their account ids). Given a batch of the export,
+    ``every_page`` are the whole export's rows of what resolves across pages
+    (``_EVERY_PAGE``: ids, spaces, titles and people); by default, ``pages``."""
+    directory = pages if every_page is None else list(every_page)
+    identities = [identity for row in directory for identity in map(identity_of, (
         row["author"], row["editor"], *(row["mentions"] or ()))) if identity]
     graph = GraphCollector(source, PersonDirectory([*known_people, *identities]))
-    index = _Pages(pages)
+    index = _Pages(directory)
     chunks_by_doc: dict[str, list[dict]] = {}
     for chunk in chunks:
         chunks_by_doc.setdefault(chunk["doc_key"], []).append(chunk)
@@ -202,11 +212,18 @@ def extract_page_graph(source: str, pages: list[dict], chunks: list[dict],
 def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[dict]],
              chunk_rows: list[dict]) -> SourceGraph:
     return extract_page_graph(source, rows["pages"], chunk_rows,
-                              known_people=other_people(rows))
+                              known_people=other_people(rows), every_page=rows["every_page"])
 
+
+# What resolves across an export's pages (ids and titles for links, the people they name),
+# read once; the pages themselves, with their texts, a batch at a time.
+_EVERY_PAGE = ("SELECT page_id, space, title, author, editor, mentions FROM pages "
+               "WHERE source = ? ORDER BY page_id")
 
 EXTRACTOR = GraphExtractor(
-    {"pages": "SELECT * EXCLUDE (source, revision, file, item, warnings, content_hash, "
-              "parser_version, row_hash, ingested_at) FROM pages WHERE source = ?",
-     "people": OTHER_PEOPLE},
-    _extract)
+    {"every_page": _EVERY_PAGE, "people": OTHER_PEOPLE},
+    _extract,
+    DocumentBatches(
+        "pages", "SELECT * EXCLUDE (source, revision, file, item, warnings, content_hash, "
+                 "parser_version, row_hash, ingested_at) FROM pages WHERE source = ?",
+        "page_id", lambda source, row: page_key(source, row["page_id"])))

@@ -23,7 +23,13 @@ from collections.abc import Iterable
 from jarvis_core.settings import GraphSettings
 from jarvis_core.sources.collector import DocumentText, GraphCollector
 from jarvis_core.sources.export_rows import identity_of
-from jarvis_core.sources.extraction import OTHER_PEOPLE, GraphExtractor, SourceGraph, other_people
+from jarvis_core.sources.extraction import (
+    OTHER_PEOPLE,
+    DocumentBatches,
+    GraphExtractor,
+    SourceGraph,
+    other_people,
+)
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import MESSAGE, document_name, find_references
 from jarvis_core.stores.graph.elements import Node
@@ -73,19 +79,25 @@ def _message_people(graph: GraphCollector, key: str, text: DocumentText, message
 
 
 def extract_mail_graph(source: str, threads: list[dict], messages: list[dict],
-                       chunks: list[dict], known_people: Iterable[Identity] = ()
-                       ) -> SourceGraph:
+                       chunks: list[dict], known_people: Iterable[Identity] = (),
+                       identities: Iterable[Identity] | None = None,
+                       all_threads: Iterable[dict] | None = None) -> SourceGraph:
     """The graph of one mail source from its ``mail_threads`` rows (thread_id, subject,
     message_ids, started_at, last_at, text, sections), ``mail_messages`` rows (message_id,
     sender, recipients, cc) and chunks (chunk_id, doc_key, char_start, char_end), in a
-    deterministic order; ``known_people`` are identities other sources recorded."""
+    deterministic order; ``known_people`` are identities other sources recorded. Given a
+    batch of the threads, ``identities`` are every person the source's messages name and
+    ``all_threads`` (thread_id, message_ids) every thread a message can be cited in; by
+    default, those of ``messages`` and ``threads``."""
     by_message = {row["message_id"]: row for row in messages}
-    identities = [identity for row in messages
-                  for identity in map(identity_of, (row["sender"], *(row["recipients"] or ()),
-                                                    *(row["cc"] or ()))) if identity]
+    if identities is None:
+        identities = [identity for row in messages
+                      for identity in map(identity_of, (row["sender"], *(row["recipients"] or ()),
+                                                        *(row["cc"] or ()))) if identity]
     graph = GraphCollector(source, PersonDirectory([*known_people, *identities]))
     thread_of = {document_name(mid): thread_key(source, row["thread_id"])
-                 for row in threads for mid in row["message_ids"]}
+                 for row in (threads if all_threads is None else all_threads)
+                 for mid in row["message_ids"]}
     chunks_by_doc: dict[str, list[dict]] = {}
     for chunk in chunks:
         chunks_by_doc.setdefault(chunk["doc_key"], []).append(chunk)
@@ -109,14 +121,33 @@ def extract_mail_graph(source: str, threads: list[dict], messages: list[dict],
 
 def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[dict]],
              chunk_rows: list[dict]) -> SourceGraph:
-    return extract_mail_graph(source, rows["threads"], rows["messages"], chunk_rows,
-                              known_people=other_people(rows))
+    return extract_mail_graph(
+        source, rows["threads"], rows["messages"], chunk_rows, known_people=other_people(rows),
+        identities=[identity_of(row["identity"]) for row in rows["identities"]],
+        all_threads=rows["thread_messages"])
 
 
+# Every person the source's messages name, once, in the order the messages were stored: the
+# person directory of every batch (a batch's own messages would fold fewer spellings).
+_IDENTITIES = """
+    SELECT person AS identity FROM (
+        SELECT rowid AS message, unnest(people) AS person,
+               generate_subscripts(people, 1) AS place
+        FROM (SELECT rowid, [sender] || coalesce(recipients, []) || coalesce(cc, []) AS people
+              FROM mail_messages WHERE source = ?))
+    WHERE person IS NOT NULL GROUP BY person ORDER BY min(message), min(place)"""
+
+# Threads are extracted a batch at a time: the texts of a large mailbox's threads, their
+# messages and chunk spans held at once were most of a mail refresh's peak.
 EXTRACTOR = GraphExtractor(
-    {"threads": "SELECT thread_id, subject, message_ids, started_at, last_at, text, sections "
-                "FROM mail_threads WHERE source = ?",
-     "messages": "SELECT message_id, sender, recipients, cc FROM mail_messages "
-                 "WHERE source = ?",
+    {"identities": _IDENTITIES,
+     "thread_messages": "SELECT thread_id, message_ids FROM mail_threads WHERE source = ?",
      "people": OTHER_PEOPLE},
-    _extract)
+    _extract,
+    DocumentBatches(
+        "threads",
+        "SELECT thread_id, subject, message_ids, started_at, last_at, text, sections "
+        "FROM mail_threads WHERE source = ?", "thread_id",
+        lambda source, row: thread_key(source, row["thread_id"]),
+        {"messages": "SELECT message_id, sender, recipients, cc FROM mail_messages "
+                     "WHERE source = ? AND thread_id IN (SELECT unnest(?))"}))
