@@ -5,15 +5,22 @@ import ast
 import random
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 
 from jarvis_core.graph.similarity import similarity_edges
+from jarvis_core.settings import GraphSettings
+from jarvis_core.sources import registry
+from jarvis_core.sources.vault.graph import EXTRACTOR as VAULT_EXTRACTOR
 from jarvis_core.sources.vault.graph import extract_vault_graph
 from jarvis_core.sources.vault.links import LinkResolver, canonical_url
+from jarvis_core.stores import tables
 from jarvis_core.stores.graph.elements import EXPLICIT, INFERRED
+from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_core.stores.keys import file_key, note_key
 from jarvis_core.text.tokens import token_counter
+from tests.graph_helpers import graph_rows, synced, write_rows
 from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT
 from tests.source_helpers import VAULT, Extracted
 
@@ -506,3 +513,31 @@ def test_similarity_edges_keep_top_neighbours_above_threshold_once_per_pair():
     assert edge.evidence_text == f"cosine {edge.weight:.2f}"
     assert len(similarity_edges("v", vectors, top_k=5, threshold=0.8)) == 3
     assert similarity_edges("v", {"note:v/a.md": np.ones(3)}) == []
+
+
+OVERVIEW = "Projects/Lumen/Architecture/Architecture Overview.md"  # 17 notes link to it
+
+
+def test_notes_extracted_a_batch_at_a_time_make_the_graph_one_batch_makes(sample, tmp_path):
+    """The sample vault seven notes at a time (links into later batches wait for the end),
+    then with a much linked note deleted: what one batch writes, in the tables and the
+    store."""
+    runs = {}
+    for size in (7, 100):
+        with duckdb.connect() as conn, SqliteGraphStore(tmp_path / f"{size}.sqlite") as store:
+            tables.ensure_schema(conn, registry.declared_tables())
+            found = []
+            for notes in (sample.notes, [n for n in sample.notes if n["path"] != OVERVIEW]):
+                kept = {note["path"]: note["note_key"] for note in notes}
+                write_rows(conn, VAULT, {
+                    "notes": notes,
+                    "attachments": [{"path": path} for path in sample.attachments],
+                    "chunks": [{**chunk, "doc_key": kept[chunk["path"]]}
+                               for chunk in sample.chunks if chunk["path"] in kept]})
+                run = synced(conn, store, VAULT, VAULT_EXTRACTOR, size, GraphSettings())
+                assert run.dangling == 0
+                found.append(graph_rows(conn, store))
+            assert run.removed == {key(OVERVIEW)}
+            runs[size] = found
+    assert runs[7] == runs[100]
+    assert len(runs[7][0]["graph_edges"]) == len(sample.graph.edges)

@@ -6,11 +6,17 @@ import shutil
 from datetime import datetime
 from pathlib import Path
 
+import duckdb
 import pytest
 
+from jarvis_core.sources import registry
 from jarvis_core.sources.tickets.export import decode_json_bytes, parse_file, read_ticket_set
 from jarvis_core.sources.tickets.fields import TicketError, content_hash
+from jarvis_core.sources.tickets.graph import EXTRACTOR as TICKETS_EXTRACTOR
 from jarvis_core.sources.tickets.graph import extract_ticket_graph
+from jarvis_core.stores import tables
+from jarvis_core.stores.graph.sqlite import SqliteGraphStore
+from tests.graph_helpers import graph_rows, synced, write_rows
 
 SAMPLE_TICKETS = Path(__file__).resolve().parents[2] / "sample_data" / "tickets"
 
@@ -293,3 +299,30 @@ def test_a_body_over_the_conversion_budget_is_kept_as_written_with_a_warning(mon
     assert jira.markdown_of(body, "LUM-9 comment 2", warnings) == body
     [warning] = warnings
     assert warning.startswith("LUM-9 comment 2: ") and "budget" in warning
+
+
+def test_tickets_extracted_a_batch_at_a_time_make_the_graph_one_batch_makes(jira, tmp_path):
+    """A ticket citing one of a later batch (LUM-1 names LUM-3: its edge waits for the end),
+    then a linked ticket deleted: a ticket at a time writes what one batch writes."""
+    tickets = list(jira.tickets.values())
+    runs = {}
+    for size in (1, 100):
+        with duckdb.connect() as conn, SqliteGraphStore(tmp_path / f"{size}.sqlite") as store:
+            tables.ensure_schema(conn, registry.declared_tables())
+            found = []
+            for kept in (tickets, [t for t in tickets if t["key"] != "LUM-6"]):
+                write_rows(conn, "j", {"tickets": kept, "chunks": [
+                    {**chunk, "path": "export.json"}
+                    for chunk in whole_text_chunks(jira, "j")
+                    if chunk["doc_key"] in {f"ticket:j/{t['key']}" for t in kept}]})
+                run = synced(conn, store, "j", TICKETS_EXTRACTOR, size)
+                assert run.dangling == 0
+                found.append(graph_rows(conn, store))
+                assert ("MENTIONS",) in conn.execute(
+                    "SELECT relation FROM graph_edges WHERE src = ? AND dst = ?",
+                    ["ticket:j/LUM-1", "ticket:j/LUM-3"]).fetchall()
+            assert run.removed == {"ticket:j/LUM-6"}
+            runs[size] = found
+    assert runs[1] == runs[100]
+    assert not any("LUM-6" in str(row) for row in runs[1][1]["store nodes"]
+                   + runs[1][1]["graph_nodes"])

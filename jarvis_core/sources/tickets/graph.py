@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 
 from jarvis_core.settings import GraphSettings
-from jarvis_core.sources.extraction import GraphExtractor, Mention, SourceGraph
+from jarvis_core.sources.extraction import DocumentBatches, GraphExtractor, Mention, SourceGraph
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
     GITHUB,
@@ -92,12 +92,16 @@ class _TicketText:
         return self.evidence(at, at + len(written))
 
 
-def extract_ticket_graph(source: str, tickets: list[dict], chunks: list[dict]) -> SourceGraph:
+def extract_ticket_graph(source: str, tickets: list[dict], chunks: list[dict],
+                         every_ticket: Iterable[dict] | None = None) -> SourceGraph:
     """The graph of one ticket set from its ``tickets`` rows and their chunks (chunk_id,
-    doc_key, char_start, char_end), in a deterministic order."""
+    doc_key, char_start, char_end), in a deterministic order. Given a batch of the set,
+    ``every_ticket`` are the whole set's rows, in key order, of what resolves across tickets
+    (``_EVERY_TICKET``: keys, aliases and people); by default, ``tickets``."""
     rows = sorted(tickets, key=lambda row: row["key"])
+    directory = rows if every_ticket is None else list(every_ticket)
     by_alias = {}
-    for row in rows:
+    for row in directory:
         if row["system"] == GITHUB:
             full = github_repo_of({"html_url": row["url"]}) if row["url"] else None
             for alias in github_aliases(row["repo"], full, row["number"]):
@@ -108,7 +112,7 @@ def extract_ticket_graph(source: str, tickets: list[dict], chunks: list[dict]) -
     for chunk in chunks:
         chunks_by_doc.setdefault(chunk["doc_key"], []).append(chunk)
     people = PersonDirectory(
-        identity for row in rows
+        identity for row in directory
         for who in (row["assignee"], row["reporter"], *(c["author"] for c in row["comments"]))
         if (identity := _identity(who, row["system"])))
 
@@ -191,10 +195,19 @@ def _people(row: dict, origin: str, text: _TicketText, people: PersonDirectory,
 
 def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[dict]],
              chunk_rows: list[dict]) -> SourceGraph:
-    return extract_ticket_graph(source, rows["tickets"], chunk_rows)
+    return extract_ticket_graph(source, rows["tickets"], chunk_rows, rows["every_ticket"])
 
+
+# What resolves across a set's tickets (aliases of their keys, the people they name), read
+# once; the tickets themselves, with their texts, a batch at a time.
+_EVERY_TICKET = ("SELECT key, system, number, repo, url, assignee, reporter, "
+                 "list_transform(comments, c -> struct_pack(author := c.author)) AS comments "
+                 "FROM tickets WHERE source = ? ORDER BY key")
 
 EXTRACTOR = GraphExtractor(
-    {"tickets": "SELECT * EXCLUDE (source, path, file_hash, content_hash, warnings, "
-                "ingested_at) FROM tickets WHERE source = ?"},
-    _extract)
+    {"every_ticket": _EVERY_TICKET},
+    _extract,
+    DocumentBatches(
+        "tickets", "SELECT * EXCLUDE (source, path, file_hash, content_hash, warnings, "
+                   "ingested_at) FROM tickets WHERE source = ?", "key",
+        lambda source, row: ticket_key(source, row["key"])))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cache
@@ -22,7 +22,13 @@ from urllib.parse import urlsplit
 
 from jarvis_core.settings import GraphSettings
 from jarvis_core.sources.code_references import LINE, SYMBOL
-from jarvis_core.sources.extraction import BrokenLink, GraphExtractor, Mention, SourceGraph
+from jarvis_core.sources.extraction import (
+    BrokenLink,
+    DocumentBatches,
+    GraphExtractor,
+    Mention,
+    SourceGraph,
+)
 from jarvis_core.sources.references import (
     COMMIT,
     GITHUB,
@@ -287,12 +293,17 @@ def extract_vault_graph(
     *,
     attachments: Collection[str] = frozenset(),
     relation_fields: tuple[str, ...] = DEFAULT_RELATION_FIELDS,
+    every_note: Iterable[dict] | None = None,
 ) -> SourceGraph:
     """The graph of one vault from its ``notes`` rows, ``chunks`` rows (chunk_id, path,
-    char_start, char_end) and attachment paths, in a deterministic order."""
+    char_start, char_end) and attachment paths, in a deterministic order. Given a batch of
+    the vault's notes, ``every_note`` are the whole vault's (path, aliases) rows links
+    resolve against; by default, ``notes``."""
     rows = sorted(notes, key=lambda row: row["path"])
-    resolver = LinkResolver(source, (row["path"] for row in rows),
-                            {row["path"]: row.get("aliases") or [] for row in rows}, attachments)
+    directory = rows if every_note is None else sorted(every_note, key=lambda row: row["path"])
+    resolver = LinkResolver(source, (row["path"] for row in directory),
+                            {row["path"]: row.get("aliases") or [] for row in directory},
+                            attachments)
     chunks_by_path: dict[str, list[dict]] = {}
     for chunk in chunks:
         chunks_by_path.setdefault(chunk["path"], []).append(chunk)
@@ -317,12 +328,18 @@ def _extract(source: str, settings, graph: GraphSettings, rows: dict[str, list[d
              chunk_rows: list[dict]) -> SourceGraph:
     return extract_vault_graph(source, rows["notes"], chunk_rows,
                                attachments={row["path"] for row in rows["attachments"]},
-                               relation_fields=graph.relation_fields)
+                               relation_fields=graph.relation_fields,
+                               every_note=rows["every_note"])
 
 
+# What links resolve against (every note's path and aliases, the attachments), read once; the
+# notes themselves, with their bodies, a batch at a time.
 EXTRACTOR = GraphExtractor(
-    {"notes": "SELECT path, note_key, title, aliases, tags, tag_lines, wikilinks, embeds, links, "
-              "relations, frontmatter_links, body, body_start_line, frontmatter, created_at, "
-              "modified_at FROM notes WHERE source = ?",
+    {"every_note": "SELECT path, aliases FROM notes WHERE source = ?",
      "attachments": "SELECT path FROM attachments WHERE source = ?"},
-    _extract)
+    _extract,
+    DocumentBatches(
+        "notes", "SELECT path, note_key, title, aliases, tags, tag_lines, wikilinks, embeds, "
+                 "links, relations, frontmatter_links, body, body_start_line, frontmatter, "
+                 "created_at, modified_at FROM notes WHERE source = ?", "path",
+        lambda source, row: row["note_key"]))
