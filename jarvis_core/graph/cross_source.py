@@ -6,14 +6,14 @@ sources keyed apart but that are one person get SAME_AS edges."""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 import duckdb
 import polars as pl
 
-from jarvis_core.graph.sync import edge_row
+from jarvis_core.graph.sync import Connect, edge_row
 from jarvis_core.sources.code_references import AMBIGUOUS_SYMBOL
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
@@ -134,10 +134,9 @@ def replace_origins(conn, table: tables.Table, origins: set[str] | None,
 
 @dataclass(frozen=True)
 class CrossInputs:
-    """Every source's references, the nodes they may resolve to, every person node, and the
-    cross-source edges stored now by citing origin."""
+    """The nodes references may resolve to, every person node, and the cross-source edges
+    stored now by citing origin: what every batch of references is resolved against."""
 
-    references: list[dict]
     nodes: list[dict]
     persons: list[dict]
     existing: dict[str, set[str]]
@@ -151,6 +150,9 @@ _WIKILINKS_AS_PAGE_TITLES = f"""
            false AS inverse
     FROM graph_broken_links WHERE reason = 'unresolved' AND origin LIKE 'note:%'
 """
+_REFERENCES = ("SELECT source, origin, src, relation, kind, target, written, line, evidence, "
+               "evidence_text, inverse FROM graph_references "
+               f"UNION ALL {_WIKILINKS_AS_PAGE_TITLES}")
 
 
 def read_inputs(conn: duckdb.DuckDBPyConnection) -> CrossInputs:
@@ -160,8 +162,6 @@ def read_inputs(conn: duckdb.DuckDBPyConnection) -> CrossInputs:
             [CROSS_EXTRACTOR]).fetchall():
         existing[origin].add(edge_key)
     return CrossInputs(
-        tables.read_dicts(conn, "SELECT * FROM graph_references")
-        + tables.read_dicts(conn, _WIKILINKS_AS_PAGE_TITLES),
         tables.read_dicts(
             conn, "SELECT DISTINCT ON (node_key) node_key, type, title, node_source, properties "
                   "FROM graph_nodes WHERE type IN ('ticket', 'commit', 'file', 'note', "
@@ -173,10 +173,32 @@ def read_inputs(conn: duckdb.DuckDBPyConnection) -> CrossInputs:
         existing)
 
 
+def reference_batches(connect: Connect, origins: int, batch_rows: int
+                      ) -> Iterator[list[dict]]:
+    """Every source's references (and wikilinks that may name a page), the references of
+    ``origins`` citing documents at a time (a document's references are never split),
+    each batch read on a connection of its own."""
+    after = None
+    while True:
+        with connect() as conn:
+            batch = tables.read_dicts(
+                conn, f"WITH refs AS ({_REFERENCES}), "
+                      "citing AS (SELECT DISTINCT origin FROM refs "
+                      + ("WHERE origin > ? " if after is not None else "")
+                      + f"ORDER BY origin LIMIT {origins}) "
+                      "SELECT refs.* FROM refs JOIN citing USING (origin) "
+                      "ORDER BY origin, line, kind, target, written",
+                [] if after is None else [after], batch_rows)
+        if not batch:
+            return
+        yield batch
+        after = batch[-1]["origin"]
+
+
 @dataclass(frozen=True)
 class CrossLinks:
-    """The resolved edges, the citing origins whose edges changed, and what did not
-    resolve."""
+    """What the references of a batch of citing origins resolve to: the edges, the origins
+    whose edges changed and those edges, and what did not resolve."""
 
     edges: list[Edge]
     changed: set[str]
@@ -184,34 +206,102 @@ class CrossLinks:
     unresolved: list[dict]
 
 
-def plan_links(inputs: CrossInputs) -> CrossLinks:
-    index = ReferenceIndex(inputs.nodes)
-    edges, unresolved = resolve_references(inputs.references, index)
-    edges += same_item_edges(index, inputs.nodes) + same_person_edges(inputs.persons)
+def plan_links(edges: list[Edge], unresolved: list[dict], origins: set[str],
+               existing: dict[str, set[str]]) -> CrossLinks:
+    """The edges of ``origins`` (citing origins, as the edges name them) compared with those
+    stored: an origin whose edge keys moved is rewritten, one with none left emptied."""
     by_origin: dict[str, list[Edge]] = defaultdict(list)
     for edge in edges:
         by_origin[edge.origin].append(edge)
-    changed = {origin for origin in set(by_origin) | set(inputs.existing)
+    changed = {origin for origin in origins
                if {edge.key for edge in by_origin.get(origin, [])}
-               != inputs.existing.get(origin, set())}
+               != existing.get(origin, set())}
     rewritten = [edge for origin in sorted(changed) for edge in by_origin.get(origin, [])]
     return CrossLinks(edges, changed, rewritten, unresolved)
 
 
-def apply_to_store(store: GraphStore, links: CrossLinks, nodes: list[dict]) -> int:
+def apply_to_store(store: GraphStore, links: CrossLinks, nodes: dict[str, dict]) -> None:
     """Rewrite the changed origins in the graph store (endpoints upserted as stored, so none
-    can be absent); the number of dangling edges after."""
+    can be absent)."""
     endpoints = {edge.src for edge in links.rewritten} | {edge.dst for edge in links.rewritten}
     store.apply(removed_origins=links.changed, nodes=[
         Node(n["node_key"], n["type"], n["title"], n["node_source"],
              json.loads(n["properties"] or "{}"))
-        for n in nodes if n["node_key"] in endpoints], edges=links.rewritten)
-    return store.dangling_edges()
+        for key in sorted(endpoints) if (n := nodes.get(key)) is not None],
+        edges=links.rewritten)
 
 
-def write_tables(conn: duckdb.DuckDBPyConnection, links: CrossLinks) -> None:
+def write_tables(conn: duckdb.DuckDBPyConnection, links: CrossLinks, first: bool) -> None:
+    """The changed origins' edges and mentions; the unresolved references, all of them
+    replaced by the first batch's."""
     mentions = [{"source": edge.source, "origin": edge.origin, "chunk_id": chunk_id,
                  "node_key": edge.dst} for edge in links.rewritten for chunk_id in edge.evidence]
     replace_origins(conn, tables.GRAPH_EDGES, links.changed, map(edge_row, links.rewritten))
     replace_origins(conn, tables.CHUNK_MENTIONS, links.changed, mentions)
-    replace_origins(conn, tables.UNRESOLVED_REFERENCES, None, links.unresolved)
+    replace_origins(conn, tables.UNRESOLVED_REFERENCES, None if first else set(),
+                    links.unresolved)
+
+
+EXAMPLES = 20  # edges and unresolved references a run shows in its metadata
+
+
+@dataclass
+class CrossRun:
+    """What linking the sources did."""
+
+    references: int = 0
+    edges: int = 0
+    origins_rewritten: int = 0
+    unresolved: int = 0
+    edges_by_relation: Counter = field(default_factory=Counter)
+    unresolved_by_reason: Counter = field(default_factory=Counter)
+    edge_examples: list[Edge] = field(default_factory=list)
+    unresolved_examples: list[dict] = field(default_factory=list)
+    dangling: int = 0
+
+    def add(self, links: CrossLinks, references: int) -> None:
+        self.references += references
+        self.edges += len(links.edges)
+        self.origins_rewritten += len(links.changed)
+        self.unresolved += len(links.unresolved)
+        self.edges_by_relation.update(edge.relation for edge in links.edges)
+        self.unresolved_by_reason.update(row["reason"] for row in links.unresolved)
+        self.edge_examples += links.edges[:EXAMPLES - len(self.edge_examples)]
+        self.unresolved_examples += links.unresolved[:EXAMPLES - len(self.unresolved_examples)]
+
+
+def link_sources(connect: Connect, store: GraphStore, *, origins: int,
+                 batch_rows: int) -> CrossRun:
+    """Resolve every source's references against every source's nodes, the references of
+    ``origins`` citing documents at a time (``resources.batch_documents``): each batch's
+    changed origins are rewritten in the store and the tables before the next is read. The
+    SAME_AS edges between copies of one item and between one person's nodes join the batch
+    of their origin; origins left with no edge are emptied at the end."""
+    with connect() as conn:
+        inputs = read_inputs(conn)
+    index = ReferenceIndex(inputs.nodes)
+    nodes = {node["node_key"]: node for node in inputs.nodes}
+    same: dict[str, list[Edge]] = defaultdict(list)
+    for edge in same_item_edges(index, inputs.nodes) + same_person_edges(inputs.persons):
+        same[edge.origin].append(edge)
+    run, done = CrossRun(), set()
+
+    def link(edges: list[Edge], unresolved: list[dict], origins_here: set[str],
+             references: int) -> None:
+        links = plan_links(edges, unresolved, origins_here, inputs.existing)
+        apply_to_store(store, links, nodes)
+        with connect() as conn:
+            write_tables(conn, links, first=not done)
+        run.add(links, references)
+        done.update(origins_here)
+
+    for batch in reference_batches(connect, origins, batch_rows):
+        edges, unresolved = resolve_references(batch, index)
+        citing = {CROSS_ORIGIN_PREFIX + ref["origin"] for ref in batch}
+        for origin in citing & same.keys():
+            edges += same.pop(origin)
+        link(edges, unresolved, citing, len(batch))
+    rest = set(same) | (inputs.existing.keys() - done)
+    link([edge for origin in sorted(same) for edge in same[origin]], [], rest, 0)
+    run.dangling = store.dangling_edges()
+    return run

@@ -4,18 +4,13 @@ nodes of the code graph's shape (``jarvis_core.sources.repo.code.model``) made b
 
 import dataclasses
 import json
+from contextlib import nullcontext
 from datetime import datetime
 
 import duckdb
 import pytest
 
-from jarvis_core.graph.cross_source import (
-    CrossInputs,
-    plan_links,
-    read_inputs,
-    resolve_references,
-    write_tables,
-)
+from jarvis_core.graph.cross_source import link_sources, resolve_references
 from jarvis_core.sources.code_references import (
     AMBIGUOUS_SYMBOL,
     CANDIDATES_LISTED,
@@ -29,6 +24,7 @@ from jarvis_core.sources.tickets.fields import document_text
 from jarvis_core.sources.tickets.graph import extract_ticket_graph, ticket_key
 from jarvis_core.sources.tickets.jira import jira_ticket
 from jarvis_core.stores import tables
+from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 
 JAVA = "src/main/java/com/shop/UserService.java"
 # (path, qualified name, kind, first line, last line) of the repository 'shop'
@@ -189,13 +185,13 @@ def resolved_mentions(graph, citing_node) -> set[tuple[str, str, str, tuple, str
     nodes = code_nodes() + [{"node_key": citing_node.key, "type": citing_node.type,
                              "title": citing_node.title, "node_source": citing_node.source,
                              "properties": json.dumps(citing_node.properties, default=str)}]
-    links = plan_links(CrossInputs(references, nodes, [], {}))
+    edges, _ = resolve_references(references, ReferenceIndex(nodes))
     return {(edge.src, edge.dst, edge.origin, edge.evidence, edge.evidence_text)
-            for edge in links.edges if edge.relation == "MENTIONS"
+            for edge in edges if edge.relation == "MENTIONS"
             and edge.dst.startswith("symbol:")}
 
 
-def test_cross_source_links_reads_symbol_nodes_and_writes_mentions_and_ambiguities():
+def test_cross_source_links_reads_symbol_nodes_and_writes_mentions_and_ambiguities(tmp_path):
     conn = duckdb.connect()
     tables.ensure_schema(conn, tables.SHARED_TABLES)
     nodes = [{**node, "source": "shop"} for node in code_nodes()] + [{**NOTE, "source": "notes"}]
@@ -205,7 +201,9 @@ def test_cross_source_links_reads_symbol_nodes_and_writes_mentions_and_ambiguiti
         conn.register("rows", table.frame(rows).to_arrow())
         conn.execute(f"INSERT INTO {table.name} BY NAME SELECT * FROM rows")
         conn.unregister("rows")
-    write_tables(conn, plan_links(read_inputs(conn)))
+    with SqliteGraphStore(tmp_path / "graph.sqlite") as store:
+        run = link_sources(lambda: nullcontext(conn), store, origins=1, batch_rows=2)
+    assert (run.references, run.edges, run.dangling) == (3, 1, 0)
     assert conn.execute("SELECT src, relation, dst, origin, evidence, evidence_text "
                         "FROM graph_edges").fetchall() == [
         (NOTE["node_key"], "MENTIONS", key(JAVA, "UserService.createUser"),

@@ -3,14 +3,20 @@ commit in two repository sources): one node per source, references resolve to ev
 SAME_AS links the copies, and a name two different items share stays ambiguous."""
 
 import json
+import sqlite3
+from contextlib import nullcontext
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from jarvis_core.graph.cross_source import resolve_references, same_item_edges
+from jarvis_core.graph.cross_source import link_sources, resolve_references, same_item_edges
 from jarvis_core.sources.references import COMMIT, GITHUB, JIRA, ReferenceIndex
 from jarvis_core.sources.tickets.export import read_ticket_set
 from jarvis_core.sources.tickets.graph import extract_ticket_graph
+from jarvis_core.stores import tables
+from jarvis_core.stores.graph.sqlite import SqliteGraphStore
+from tests.graph_helpers import write_rows
 
 SAMPLE_TICKETS = Path(__file__).resolve().parents[2] / "sample_data" / "tickets"
 SHA = "3f2a9c1d" + "0" * 32
@@ -91,3 +97,44 @@ def test_a_ticket_node_stored_before_keys_carried_their_source_still_resolves():
                              "properties": {"system": "jira"}}])
     assert index.resolve(JIRA, "LUM-4") == (("ticket:LUM-4",), "resolved")
     assert index.resolve(JIRA, "LUM-5") == ((), "unresolved")
+
+
+def test_references_linked_a_citing_document_at_a_time_link_as_all_at_once(nodes, tmp_path):
+    """Two notes and a ticket copy cite tickets and a commit (the copy is also the origin
+    of a SAME_AS edge), then one note stops citing: one citing document at a time writes
+    the edges, mentions and unresolved references all of them at once write."""
+    other = "note:notes/Other.md"
+    citing = [{"node_key": key, "type": "note", "title": key, "node_source": "notes",
+               "properties": "{}"} for key in (NOTE, other)]
+    copy = "ticket:lumen-jira/LUM-4"  # SAME_AS the jira-again copy, its edge's origin
+    references = [reference(JIRA, "LUM-4"), reference(GITHUB, "lumen#7"),
+                  {**reference(COMMIT, SHA[:8]), "origin": other, "src": other},
+                  {**reference(COMMIT, SHA[:7]), "origin": copy, "src": copy,
+                   "source": "lumen-jira"}]
+    runs = {}
+    for origins in (1, 100):
+        with duckdb.connect() as conn, SqliteGraphStore(tmp_path / f"{origins}.sqlite") as store:
+            tables.ensure_schema(conn, tables.SHARED_TABLES)
+            found = []
+            for cited in (references, references[2:]):
+                write_rows(conn, "notes", {"graph_nodes": [{**row, "source": row["node_source"]}
+                                                           for row in [*nodes, *citing]]})
+                conn.execute("DELETE FROM graph_references")
+                write_rows(conn, "notes", {"graph_references": cited})
+                run = link_sources(lambda: nullcontext(conn), store, origins=origins,
+                                   batch_rows=2)
+                assert run.dangling == 0 and run.references == len(cited)
+                found.append({table: sorted(conn.execute(f"SELECT {columns} FROM {table}")
+                                            .fetchall()) for table, columns in (
+                    ("graph_edges", "origin, src, relation, dst, evidence, evidence_text"),
+                    ("chunk_mentions", "*"), ("unresolved_references", "*"))})
+                found[-1]["store"] = sorted(sqlite3.connect(store.path).execute(
+                    "SELECT * FROM edges").fetchall())
+            runs[origins] = found
+    assert runs[1] == runs[100]
+    (first, after), sames = runs[1], [e for e in runs[1][0]["store"] if e[3] == "SAME_AS"]
+    assert {("xref:" + copy, copy, "MENTIONS"), ("xref:" + copy, copy, "SAME_AS")} <= {
+        row[:3] for row in first["graph_edges"]}
+    assert sames
+    assert not any(NOTE in str(row) for row in after["graph_edges"] + after["store"])
+    assert len(first["unresolved_references"]) == 1 and not after["unresolved_references"]
