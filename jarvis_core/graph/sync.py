@@ -257,7 +257,7 @@ def sync_graph(source: str, extractor: GraphExtractor, extract: Callable[..., So
         stored |= {key for key, node in here.items() if node.type in DOCUMENT_TYPES}
         ready = []
         for edge in update.edges:
-            if {edge.src, edge.dst} <= here.keys() | stored:
+            if all(key in here or key in stored for key in (edge.src, edge.dst)):
                 ready.append(edge)
             else:
                 waiting_edges.append(edge)
