@@ -7,7 +7,8 @@ import dagster as dg
 from jarvis_assets.automation import follows_upstream
 from jarvis_assets.partitions import source_partitions
 from jarvis_assets.progress import logged_progress
-from jarvis_core.stores.vectors.sync import TableRows, sync_source
+from jarvis_core.stores.chunk_rows import TableRows
+from jarvis_core.stores.vectors.sync import sync_source
 from jarvis_resources import EmbedderResource, TablesResource, VectorStoreResource
 
 

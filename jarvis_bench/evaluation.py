@@ -25,10 +25,11 @@ import polars as pl
 
 from jarvis_core.config import JarvisConfig
 from jarvis_core.stores import tables
+from jarvis_core.stores.chunk_rows import FrameRows
 from jarvis_core.stores.keyword import KeywordIndex, KeywordSearcher
 from jarvis_core.stores.vectors.base import collection_name
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
-from jarvis_core.stores.vectors.sync import FrameRows, sync_source
+from jarvis_core.stores.vectors.sync import sync_source
 from jarvis_core.text.chunking import Chunk, chunk_document
 from jarvis_core.text.tokens import token_counter
 from jarvis_query.fusion import fuse
@@ -123,7 +124,7 @@ def keyword_hits(dataset: BeirDataset, chunks: pl.DataFrame,
     """Index the chunks in a keyword index (incrementally) and publish a copy the way the
     serving layer does; each query's best chunks from that copy."""
     with KeywordIndex(index_dir) as index:
-        index.sync_source(EVAL_SOURCE, chunks)
+        index.sync_source(EVAL_SOURCE, FrameRows(chunks))
         with tempfile.TemporaryDirectory(prefix="jarvis-eval-") as tmp:
             index.publish_copy(Path(tmp) / "keyword")
             searcher = KeywordSearcher(Path(tmp) / "keyword")

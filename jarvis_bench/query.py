@@ -37,6 +37,7 @@ from jarvis_bench.synthetic_graph import synthetic_graph
 from jarvis_core.config import JarvisConfig
 from jarvis_core.sources import registry
 from jarvis_core.stores import serving, tables
+from jarvis_core.stores.chunk_rows import FrameRows
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_core.stores.keyword import CHUNK_COLUMNS, KeywordIndex
 from jarvis_core.text.embedder import Embedder
@@ -112,7 +113,7 @@ def _complete_version(data_dir: Path, rows: list[dict], graph_nodes, graph_edges
                      f"{serving.SERVING_INDEXES['document_names_by_name']}")
     started = time.perf_counter()
     with KeywordIndex(data_dir / "keyword") as index:
-        index.sync_source(SOURCE, pl.DataFrame(rows).select(CHUNK_COLUMNS))
+        index.sync_source(SOURCE, FrameRows(pl.DataFrame(rows).select(CHUNK_COLUMNS)))
         index.publish_copy(version.keyword_path)
     seconds["keyword_index_seconds"] = round(time.perf_counter() - started, 1)
     started = time.perf_counter()

@@ -1,8 +1,9 @@
 """Helpers for tests of the keyword index: chunk rows as ``KeywordIndex.sync_source`` reads
-them, one per call, and a frame of them."""
+them, one per call, and a source's rows of them."""
 
 import polars as pl
 
+from jarvis_core.stores.chunk_rows import FrameRows
 from jarvis_core.stores.keyword import CHUNK_COLUMNS
 
 
@@ -13,8 +14,8 @@ def chunk(chunk_id: str, text: str, **fields) -> dict:
     return row | fields
 
 
-def frame(*rows: dict) -> pl.DataFrame:
-    return pl.DataFrame(list(rows), schema={
+def chunk_rows(*rows: dict) -> FrameRows:
+    return FrameRows(pl.DataFrame(list(rows), schema={
         "chunk_id": pl.Utf8, "source_type": pl.Utf8, "doc_key": pl.Utf8, "path": pl.Utf8,
         "title": pl.Utf8, "heading_path": pl.List(pl.Utf8), "text": pl.Utf8,
-        "tags": pl.List(pl.Utf8), "modified_at": pl.Datetime("us")}).select(CHUNK_COLUMNS)
+        "tags": pl.List(pl.Utf8), "modified_at": pl.Datetime("us")}).select(CHUNK_COLUMNS))

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
+from jarvis_core.stores.chunk_rows import TableRows
 from jarvis_core.stores.graph.elements import Edge, Node
 from jarvis_core.stores.serving import NotPublished, current_version
 from jarvis_core.stores.tables import Connect
@@ -188,13 +189,6 @@ def _published_and_stored(data_dir: Path, key: str, connect: Connect,
             if count and chunks.get(source)}
 
 
-def _payload_rows(connect: Connect, source: str):
-    from jarvis_core.stores.vectors.sync import read_payload_rows
-
-    with connect() as conn:
-        return read_payload_rows(conn, source)
-
-
 def open_vector_store(open_store: Callable[[], VectorStore], collection: str,
                       directory: Path | None, data_dir: Path, connect: Connect, embedder,
                       logger: logging.Logger = log) -> VectorStore:
@@ -202,7 +196,7 @@ def open_vector_store(open_store: Callable[[], VectorStore], collection: str,
     collection, never dropped) is rebuilt and a lost source re-embedded from its chunks
     (``embedder``: anything with ``embed(texts)``, the cached one making this cheap)."""
     from jarvis_core.stores.vectors.base import VectorStoreBusy, VectorStoreMismatch
-    from jarvis_core.stores.vectors.sync import TableRows, sync_source
+    from jarvis_core.stores.vectors.sync import sync_source
 
     def restore(store: VectorStore, sources: Sequence[str]) -> None:
         for source in sources:
@@ -225,7 +219,7 @@ def open_keyword_index(directory: Path, data_dir: Path, connect: Connect,
 
     def restore(index: KeywordIndex, sources: Sequence[str]) -> None:
         for source in sources:
-            index.sync_source(source, _payload_rows(connect, source))
+            index.sync_source(source, TableRows(connect, source))
 
     return open_healed("keyword index", directory, lambda: KeywordIndex(directory),
                        check_keyword, remover(directory),

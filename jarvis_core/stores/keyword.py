@@ -34,10 +34,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import tantivy
 
+from jarvis_core.stores.chunk_rows import ChunkRows
 from jarvis_core.stores.keyword_fields import (
     FORMAT,
     PART_WEIGHT,
@@ -55,16 +55,13 @@ from jarvis_core.stores.keyword_filters import filter_queries, preview, utc
 from jarvis_core.stores.locks import lock_path, write_turn
 from jarvis_core.stores.vectors.filters import VectorFilter
 
-if TYPE_CHECKING:
-    import polars as pl
-
 log = logging.getLogger(__name__)
 WRITER_HEAP_BYTES = 50_000_000
 SNIPPET_CHARS = 240
 CHUNKS_DIR, NAMES_DIR, LEDGER_FILE = "chunks", "names", "ledger.sqlite"
 _LOCK_FILES = (".tantivy-writer.lock", ".tantivy-meta.lock")
 
-# The columns ``sync_source`` reads (vector_sync.PAYLOAD_SQL selects all of them).
+# The columns ``sync_source`` reads (chunk_rows.PAYLOAD_SQL selects all of them).
 CHUNK_COLUMNS = ("chunk_id", "source_type", "doc_key", "path", "title", "heading_path", "text",
                  "tags", "modified_at")
 
@@ -193,17 +190,19 @@ class KeywordIndex:
             for writer in writers:
                 writer.wait_merging_threads()  # consumes the writer, releasing its lock
 
-    def sync_source(self, source: str, chunks: pl.DataFrame) -> KeywordSyncReport:
-        """Make the index hold exactly ``chunks`` for ``source``: rows walked twice, not held."""
-        chunks = chunks.select(CHUNK_COLUMNS)
+    def sync_source(self, source: str, chunks: ChunkRows) -> KeywordSyncReport:
+        """Make the index hold exactly ``chunks`` for ``source``: the rows are read a page
+        at a time twice (their fingerprints, then the entries to add), never held."""
         prints: dict[str, str] = {}
         documents: dict[str, tuple] = {}  # doc_key -> (source_type, path, title)
-        for row in chunks.iter_rows(named=True):
-            prints[row["chunk_id"]] = _fingerprint(
-                row["source_type"], row["doc_key"], row["path"],
-                chunk_body(row["title"], row["heading_path"], row["text"]),
-                sorted(row["tags"] or []), utc(row["modified_at"]))
-            documents.setdefault(row["doc_key"], (row["source_type"], row["path"], row["title"]))
+        for page in chunks.pages(chunks.ids()):
+            for row in page:
+                prints[row["chunk_id"]] = _fingerprint(
+                    row["source_type"], row["doc_key"], row["path"],
+                    chunk_body(row["title"], row["heading_path"], row["text"]),
+                    sorted(row["tags"] or []), utc(row["modified_at"]))
+                documents.setdefault(row["doc_key"],
+                                     (row["source_type"], row["path"], row["title"]))
         doc_prints = {key: _fingerprint(*document) for key, document in documents.items()}
         stored = dict(self._ledger.execute(
             "SELECT chunk_id, fingerprint FROM chunks WHERE source = ?", [source]))
@@ -219,10 +218,8 @@ class KeywordIndex:
                 # them indexed, and a delete applies to documents added before it.
                 for chunk_id in {*stale, *fresh}:
                     chunk_writer.delete_documents_by_term("chunk_id", chunk_id)
-                to_add = set(fresh)
-                for row in chunks.iter_rows(named=True):
-                    if row["chunk_id"] in to_add:
-                        to_add.discard(row["chunk_id"])
+                for page in chunks.pages(fresh):
+                    for row in page:
                         chunk_writer.add_document(self._chunk_document(source, row))
                 for key in {*stale_docs, *fresh_docs}:
                     name_writer.delete_documents_by_term("name_key", _name_key(source, key))

@@ -11,12 +11,12 @@ import pytest
 
 from jarvis_assets.jobs import refresh_sources_job
 from jarvis_assets.partitions import source_partitions
+from jarvis_core.stores.chunk_rows import PAYLOAD_SQL, FrameRows
 from jarvis_core.stores.connections import read_only
 from jarvis_core.stores.keyword import KeywordIndex, KeywordSearcher
 from jarvis_core.stores.vectors.filters import VectorFilter
-from jarvis_core.stores.vectors.sync import read_payload_rows
 from jarvis_definitions import build_definitions
-from tests.keyword_helpers import chunk, frame
+from tests.keyword_helpers import chunk, chunk_rows
 from tests.pipeline_helpers import checks, metadata, run
 
 CORPUS = [
@@ -34,27 +34,27 @@ CORPUS = [
 def published(tmp_path):
     """An index over CORPUS and a published copy of it."""
     with KeywordIndex(tmp_path / "work") as index:
-        report = index.sync_source("v", frame(*CORPUS))
+        report = index.sync_source("v", chunk_rows(*CORPUS))
         index.publish_copy(tmp_path / "copy")
     return tmp_path, report
 
 
 def test_index_follows_the_chunks_per_chunk_id(tmp_path):
     with KeywordIndex(tmp_path / "work") as index:
-        first = index.sync_source("v", frame(*CORPUS))
+        first = index.sync_source("v", chunk_rows(*CORPUS))
         assert first.as_dict() == {"new": 3, "changed": 0, "deleted": 0, "unchanged": 0,
                                    "documents": 3}
-        assert index.sync_source("v", frame(*CORPUS)).as_dict()["unchanged"] == 3
+        assert index.sync_source("v", chunk_rows(*CORPUS)).as_dict()["unchanged"] == 3
         retitled = chunk("retries", CORPUS[0]["text"], title="Safe retries", tags=["lumen"],
                          modified_at=datetime(2026, 3, 1))
-        again = index.sync_source("v", frame(retitled, CORPUS[2], chunk("new", "fresh text")))
+        again = index.sync_source("v", chunk_rows(retitled, CORPUS[2], chunk("new", "fresh text")))
         assert again.as_dict() == {"new": 1, "changed": 1, "deleted": 1, "unchanged": 1,
                                    "documents": 3}
         assert index.chunk_ids("v") == {"retries", "ticket", "new"}
         assert index.indexed_count("v") == 3
-        index.sync_source("other", frame(chunk("elsewhere", "safe retries elsewhere")))
+        index.sync_source("other", chunk_rows(chunk("elsewhere", "safe retries elsewhere")))
         assert index.counts() == {"other": 1, "v": 3}
-        index.sync_source("v", frame())
+        index.sync_source("v", chunk_rows())
         assert index.indexed_count("v") == 0 and index.counts() == {"other": 1}
         index.publish_copy(tmp_path / "copy")
     searcher = KeywordSearcher(tmp_path / "copy")
@@ -82,7 +82,7 @@ def test_previews_show_the_chunk_text_once_without_its_title_and_headings(tmp_pa
                      "minute.", title="Alerting", heading_path=["Alerting"])
     runbook = chunk("runbook", "Restart the ingest worker.", title="Backlog Runbook")
     with KeywordIndex(tmp_path / "work") as index:
-        index.sync_source("v", frame(alerting, runbook))
+        index.sync_source("v", chunk_rows(alerting, runbook))
         index.publish_copy(tmp_path / "copy")
     searcher = KeywordSearcher(tmp_path / "copy")
     [hit] = searcher.search("alerting", 10, snippets=True)
@@ -143,7 +143,7 @@ def test_published_copy_is_immutable_and_writers_take_turns(published):
     root, _ = published
     searcher = KeywordSearcher(root / "copy")
     with KeywordIndex(root / "work", busy_timeout=10) as index:
-        index.sync_source("v", frame(chunk("later", "poached eggs again")))
+        index.sync_source("v", chunk_rows(chunk("later", "poached eggs again")))
     assert {hit.chunk_id for hit in searcher.search("eggs")} == {"cafe"}  # the copy stays
 
     order = []
@@ -152,7 +152,7 @@ def test_published_copy_is_immutable_and_writers_take_turns(published):
     second._chunks = watched = WatchedIndex(second._chunks)
     with first._writers():
         waiting = threading.Thread(target=lambda: order.append(
-            second.sync_source("v", frame(*CORPUS)).new))
+            second.sync_source("v", chunk_rows(*CORPUS)).new))
         waiting.start()
         assert watched.refused.wait(20), "the second writer was never refused the lock"
         order.append("first released")  # the second writes only once this block ends
@@ -160,7 +160,7 @@ def test_published_copy_is_immutable_and_writers_take_turns(published):
     assert order == ["first released", 3]
     with KeywordIndex(root / "work", busy_timeout=0.3) as third, third._writers():
         with pytest.raises(ValueError, match="LockBusy"):
-            second.sync_source("v", frame())
+            second.sync_source("v", chunk_rows())
     first.close()
     second.close()
 
@@ -190,7 +190,7 @@ def test_keyword_index_asset_follows_edits_and_its_check_passes(sample_config, s
         assert checks(healed)["keyword_index_matches_chunks"].passed  # rebuilt on open
     with KeywordIndex(sample_config.keyword_path) as index:
         rows = read_payload_rows_of(sample_config, "sample")
-        index.sync_source("sample", rows.slice(1))  # consistent, but one chunk short
+        index.sync_source("sample", FrameRows(rows.slice(1)))  # consistent, one chunk short
     with dg.DagsterInstance.ephemeral() as instance:
         instance.add_dynamic_partitions(source_partitions.name, ["sample"])
         job = build_definitions(sample_config).resolve_job_def(refresh_sources_job.name)
@@ -204,7 +204,7 @@ def test_keyword_index_asset_follows_edits_and_its_check_passes(sample_config, s
 
 def read_payload_rows_of(config, source: str) -> pl.DataFrame:
     with read_only(config.duckdb_path) as conn:
-        return read_payload_rows(conn, source)
+        return conn.execute(PAYLOAD_SQL, [source]).pl()
 
 
 @pytest.mark.slow

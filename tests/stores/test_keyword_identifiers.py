@@ -17,7 +17,7 @@ from jarvis_core.stores.keyword_fields import (
     identifier_terms,
     query_identifiers,
 )
-from tests.keyword_helpers import chunk, frame
+from tests.keyword_helpers import chunk, chunk_rows
 
 
 def untitled(chunk_id: str, text: str) -> dict:
@@ -43,7 +43,7 @@ CORPUS = [
 def searcher(tmp_path_factory):
     root = tmp_path_factory.mktemp("identifiers")
     with KeywordIndex(root / "work") as index:
-        index.sync_source("v", frame(*CORPUS))
+        index.sync_source("v", chunk_rows(*CORPUS))
         index.publish_copy(root / "copy")
     return KeywordSearcher(root / "copy")
 
@@ -139,11 +139,11 @@ def test_an_index_of_the_previous_format_is_indexed_again_once(tmp_path, caplog)
     with KeywordIndex(tmp_path / "work") as index:
         assert "is of format 0, not 2: emptied" in caplog.text
         assert index.counts() == {}
-        assert index.sync_source("v", frame(*CORPUS[:1])).as_dict()["new"] == 1
+        assert index.sync_source("v", chunk_rows(*CORPUS[:1])).as_dict()["new"] == 1
         index.publish_copy(tmp_path / "copy")
     caplog.clear()
     with KeywordIndex(tmp_path / "work") as index:  # now of this format: kept
-        assert index.sync_source("v", frame(*CORPUS[:1])).as_dict()["unchanged"] == 1
+        assert index.sync_source("v", chunk_rows(*CORPUS[:1])).as_dict()["unchanged"] == 1
     assert caplog.text == ""
     assert ids(KeywordSearcher(tmp_path / "copy"), "create") == ["camel"]
 

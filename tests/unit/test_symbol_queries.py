@@ -16,6 +16,7 @@ from jarvis_core.config import config_from_mapping
 from jarvis_core.profiles import resolve_profile
 from jarvis_core.sources.repo.code.tables import CODE_SYMBOLS
 from jarvis_core.stores import serving
+from jarvis_core.stores.chunk_rows import FrameRows
 from jarvis_core.stores.graph.elements import EXPLICIT, INFERRED, Edge, Node
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_core.stores.keyword import KeywordIndex
@@ -172,7 +173,7 @@ def _publish(data_dir, staging) -> dict:
     with KeywordIndex(data_dir / "keyword") as index:
         frame = pl.DataFrame(chunks)
         for source in frame["source"].unique():
-            index.sync_source(source, frame.filter(pl.col("source") == source))
+            index.sync_source(source, FrameRows(frame.filter(pl.col("source") == source)))
         index.publish_copy(staging / serving.KEYWORD_DIR)
     with SqliteGraphStore(data_dir / "graph.sqlite") as graph:
         graph.apply([], NODES, EDGES)
