@@ -1,21 +1,27 @@
 """A first refresh holds a small memory budget (``resources.max_memory_mb``), measured in the
-refreshing child process itself (its own VmHWM; see jarvis_bench/scale.py for why not
-``os.wait4``'s), never estimated.
+refreshing child process itself (its own VmHWM and anonymous RSS; see jarvis_bench/scale.py
+for why not ``os.wait4``'s), never estimated.
 
 The budget has to clear the process's own floor: Python, Dagster and the embedding model
-take about 600 MB here before the first chunk is embedded. At 313 generated chunks (the
-realistic mix of notes, issues, commits and mail) a first refresh peaked at 758-780 MB under
-this 850 MB budget, and at 879-920 MB with the budget's limits removed (OpenVINO then runs as
-many inference streams as the machine suggests, two on two cores, each holding about 150 MB
-of buffers; more streams on more cores). So the test fails when the budget stops reaching
-the layers."""
+take about 600 MB here before the first chunk is embedded. Part of that floor is the pages
+of shared libraries mapped from the page cache, which a budget does not govern and which
+vary with the cache: at 313 generated chunks (the realistic mix of notes, issues, commits
+and mail) the same first refresh peaked at 761-768 MB in a long-used install and at
+854-900 MB in a fresh one (DuckDB's and polars' libraries alone 36 MB more), its anonymous
+memory 439-450 MB in both. So the whole peak is held under a 950 MB budget, and what the
+budget does reach is checked on the memory the process owns: with the embedder's inference
+streams no longer capped by the budget (OpenVINO then runs as many as the machine suggests,
+two on two cores, each holding about 150 MB of buffers; more on more cores) the anonymous
+peak was 557 MB (970 MB in all), over ``OWNED_MB``. So the test fails when the budget stops
+reaching the layers."""
 
 from __future__ import annotations
 
 from jarvis_bench.scale import measured_refresh
 from jarvis_bench.scale_corpus import write_corpus
 
-BUDGET_MB = 850
+BUDGET_MB = 950
+OWNED_MB = 500  # anonymous RSS: 439-450 MB with the budget reaching the layers, 557 without
 CORPUS_CHUNKS = 300
 
 
@@ -29,3 +35,4 @@ def test_a_first_refresh_stays_under_a_small_budget(tmp_path):
     report = refresh.pop("report")
     assert report["published"]["layers"]["serving_snapshot"]["chunks"] >= 250
     assert 0 < refresh["peak_rss_mb"] < BUDGET_MB, refresh
+    assert 0 < refresh["peak_anon_mb"] < OWNED_MB, refresh
