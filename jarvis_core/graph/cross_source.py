@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from jarvis_core.graph.sync import Connect, edge_row
+from jarvis_core.graph.sync import edge_row
 from jarvis_core.sources.code_references import AMBIGUOUS_SYMBOL
 from jarvis_core.sources.people import Identity, PersonDirectory
 from jarvis_core.sources.references import (
@@ -26,6 +26,7 @@ from jarvis_core.sources.references import (
 from jarvis_core.stores import tables
 from jarvis_core.stores.graph.base import GraphStore
 from jarvis_core.stores.graph.elements import EXPLICIT, Edge, Node
+from jarvis_core.stores.tables import Connect
 
 # Reasons listed in unresolved_references ('no_such_file': most path-like words are not paths;
 # 'no_such_symbol': most backticked words are not code).

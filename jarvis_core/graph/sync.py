@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,6 +21,7 @@ from jarvis_core.sources.references import CROSS_EXTRACTOR, CROSS_ORIGIN_PREFIX
 from jarvis_core.stores import tables
 from jarvis_core.stores.graph.base import DOCUMENT_TYPES, GraphStore
 from jarvis_core.stores.graph.elements import Edge, Node
+from jarvis_core.stores.tables import Connect
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,6 @@ class DocumentBatch:
 
 _CHUNK_SPANS = "SELECT chunk_id, doc_key, path, char_start, char_end FROM chunks WHERE source = ?"
 
-
-Connect = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 
 
 def document_batches(connect: Connect, source: str, extractor: GraphExtractor, batch_documents: int,
