@@ -149,6 +149,12 @@ def _in_batches(conn: duckdb.DuckDBPyConnection, table: tables.Table, source: st
                             key_column=key_column)
 
 
+# A source's tables whose rows belong to an origin (the document that produced them); the
+# fingerprints last, after the rows they stand for.
+_ORIGIN_TABLES = (tables.GRAPH_EDGES, tables.GRAPH_REFERENCES, tables.BROKEN_LINKS,
+                  tables.CHUNK_MENTIONS, tables.GRAPH_ORIGINS)
+
+
 def write_batch(conn: duckdb.DuckDBPyConnection, source: str, extracted: SourceGraph,
                 update: GraphUpdate, first_seen: dict[str, datetime], now: datetime,
                 batch_rows: int) -> None:
@@ -162,15 +168,15 @@ def write_batch(conn: duckdb.DuckDBPyConnection, source: str, extracted: SourceG
                 "properties": json.dumps(node.properties, default=str),
                 "first_seen": first_seen.get(node.key, now), "last_seen": now}
 
-    for table, items, to_row in (
-        (tables.GRAPH_EDGES, update.edges, edge_row),
-        (tables.GRAPH_REFERENCES, changed(extracted.references), vars),
-        (tables.BROKEN_LINKS, changed(extracted.broken), vars),
-        (tables.CHUNK_MENTIONS, changed(extracted.mentions), vars),
-        (tables.GRAPH_ORIGINS, sorted(update.changed & set(update.fingerprints)),
+    for table, (items, to_row) in zip(_ORIGIN_TABLES, (
+        (update.edges, edge_row),
+        (changed(extracted.references), vars),
+        (changed(extracted.broken), vars),
+        (changed(extracted.mentions), vars),
+        (sorted(update.changed & set(update.fingerprints)),
          lambda origin: {"source": source, "origin": origin,
                          "fingerprint": update.fingerprints[origin], "extracted_at": now}),
-    ):
+    ), strict=True):
         _in_batches(conn, table, source, update.rewrite, items, to_row, batch_rows)
     _in_batches(conn, tables.GRAPH_NODES, source, {node.key for node in extracted.nodes},
                 extracted.nodes, node_row, batch_rows, key_column="node_key")
@@ -180,8 +186,7 @@ def finish_tables(conn: duckdb.DuckDBPyConnection, source: str, gone: set[str],
                   nodes: set[str]) -> dict:
     """After the last batch: drop the rows of ``gone`` origins and the source's nodes not in
     ``nodes``, and cross-source edges that lost an end; the source's stored totals."""
-    for table in (tables.GRAPH_EDGES, tables.GRAPH_REFERENCES, tables.BROKEN_LINKS,
-                  tables.CHUNK_MENTIONS, tables.GRAPH_ORIGINS):
+    for table in _ORIGIN_TABLES:
         if gone:
             tables.replace_rows(conn, table, source=source, remove_paths=gone, rows=[],
                                 key_column="origin")
