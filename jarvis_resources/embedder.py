@@ -79,5 +79,10 @@ class EmbedderResource(ConfigurableResource):
 
     @property
     def batch_size(self) -> int:
-        """``embedding.batch_size``, else the chosen device's default."""
-        return self.jarvis.load().embedding.batch_size or self.choice.default_batch_size
+        """``embedding.batch_size``, else the chosen device's default, on the CPU at most
+        what the memory budget gives a stream (``resources.embedding_batch``)."""
+        config = self.jarvis.load()
+        choice = self.choice
+        if config.embedding.batch_size or choice.accelerator:
+            return config.embedding.batch_size or choice.default_batch_size
+        return min(choice.default_batch_size, config.resources.embedding_batch)

@@ -127,6 +127,21 @@ def test_a_gpu_fills_its_own_collection_and_a_configured_batch_size_is_kept(
     assert (pinned_collection, pinned_settings) == (gpu_collection, gpu_settings)
 
 
+@pytest.mark.parametrize(("found", "max_memory_mb", "configured", "batch_size"),
+                         [(NONE_FOUND, 2048, None, 32), (NONE_FOUND, 950, None, 14),
+                          (NONE_FOUND, 256, None, 8), (NONE_FOUND, 950, 48, 48),
+                          (Discovery((A100,)), 950, None, 512)])
+def test_a_cpu_batch_follows_the_memory_budget(tmp_path, monkeypatch, found, max_memory_mb,
+                                               configured, batch_size):
+    """On the CPU a small budget takes smaller batches (a stream's buffers grow with its
+    batch); a configured ``batch_size`` and a GPU's batch (its own memory) are kept."""
+    monkeypatch.setattr(backends, "discover", lambda: found)
+    config = write_config(tmp_path / "project", {"notes": tmp_path / "vault"},
+                          resources={"max_memory_mb": max_memory_mb},
+                          embedding={"batch_size": configured} if configured else {})
+    assert build_resources(str(config.config_path))["embedder"].batch_size == batch_size
+
+
 def test_on_this_machine_auto_finds_no_gpu_without_importing_torch_or_openvino(tmp_path):
     """This machine has no GPU: auto embeds on the CPU, and learning that imported neither
     library (a no-op refresh decides the precision in every process), with no devices kept
