@@ -103,6 +103,9 @@ class KeywordHit:
     chunk_id: str
     score: float
     snippet: str = ""
+    source: str = ""  # the chunk's place: empty in a version published before FORMAT 3
+    doc_key: str = ""
+    heading: str = ""
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,8 @@ class KeywordIndex:
         body = chunk_body(row["title"], row["heading_path"], row["text"])
         document = tantivy.Document(
             chunk_id=row["chunk_id"], source=source, source_type=row["source_type"], body=body,
-            identifiers=" ".join(identifier_terms(body)))
+            identifiers=" ".join(identifier_terms(body)), doc_key=row["doc_key"],
+            heading=(row["heading_path"] or [""])[-1])
         for tag in row["tags"] or []:
             document.add_text("tags", tag)
         modified = utc(row["modified_at"])
@@ -371,7 +375,9 @@ class KeywordSearcher:
         for score, address in searcher.search(full, limit, count=False).hits:
             document = searcher.doc(address)
             snippet = preview(generator, document["body"][0]) if generator else ""
-            hits.append(KeywordHit(document["chunk_id"][0], float(score), snippet))
+            hits.append(KeywordHit(document["chunk_id"][0], float(score), snippet,
+                                   *(document.get_first(field) or "" for field in
+                                     ("source", "doc_key", "heading"))))
         return sorted(hits, key=lambda hit: (-hit.score, hit.chunk_id))
 
     def search_names(self, query: str, limit: int = 10,

@@ -74,7 +74,9 @@ class DenseRetriever:
         self._load_beside_vectors(snapshot)
         found = snapshot.vectors.search(self.encode(snapshot, query), limit=limit,
                                         filters=filters, score_threshold=score_threshold)
-        return [Hit.scored(hit.chunk_id, hit.score) for hit in found]
+        return [Hit.placed(hit.chunk_id, hit.score, hit.payload.get("source", ""),
+                           hit.payload.get("doc_key", ""), hit.payload.get("heading", ""))
+                for hit in found]
 
     def _load_beside_vectors(self, snapshot: Snapshot) -> None:
         """A cold process loads the encoder on a thread while this one opens the vectors, so

@@ -51,7 +51,7 @@ def _fused_documents(snapshot: Snapshot, keyword: list[Hit], dense: list[Hit],
                      alpha: float | None, fusion: str, limit: int) -> list[Hit]:
     """The best ``limit`` documents of both legs fused (grouping.fuse_documents), each shown
     by its best fused chunk, with its rank and best score in either leg."""
-    found = places(snapshot, [hit.chunk_id for hit in keyword + dense])
+    found = places(snapshot, keyword + dense)
     keyword_legs = _legs((d.identity, d.hits[0]) for d in documents(keyword, found))
     semantic_legs = _legs((d.identity, d.hits[0]) for d in documents(dense, found))
     return [document.hit(found, score, fusion=fusion,

@@ -148,7 +148,7 @@ class IdentifierRetriever:
         named = self.retrieve(snapshot, query, filters=filters)
         if not named:
             return hits
-        found = places(snapshot, [hit.chunk_id for hit in hits if not hit.doc_key])
+        found = places(snapshot, hits)
         documents = [(found[hit.chunk_id].source, found[hit.chunk_id].doc_key)
                      if hit.chunk_id in found else (hit.vault, hit.doc_key) for hit in hits]
         best = max((hit.score for hit in hits), default=1.0)

@@ -43,8 +43,9 @@ class KeywordRetriever:
 
     def retrieve(self, snapshot: Snapshot, query: str, limit: int,
                  filters: VectorFilter | None = None) -> list[Hit]:
-        return [Hit.scored(hit.chunk_id, hit.score) for hit in
-                self._searcher(snapshot).search(query, limit, snapshot.restrict(filters))]
+        return [Hit.placed(hit.chunk_id, hit.score, hit.source, hit.doc_key, hit.heading)
+                for hit in self._searcher(snapshot).search(query, limit,
+                                                           snapshot.restrict(filters))]
 
     def content(self, snapshot: Snapshot, query: str, limit: int,
                 filters: VectorFilter | None = None) -> list[Hit]:

@@ -1,11 +1,13 @@
 """Hybrid search end to end on the published sample vault: both legs, their filters, and
 argument errors (the fusion functions and the filter arguments: tests/unit)."""
 
+import re
 from datetime import datetime
 
 import pytest
 
 from jarvis_query.knowledge_base import QueryError
+from jarvis_query.snapshot import Snapshot
 
 
 @pytest.mark.slow
@@ -51,3 +53,41 @@ def test_hybrid_arguments_are_checked(kb):
                             ({"query": "x", "alpha": True}, "alpha must be between 0 and 1")]:
         with pytest.raises(QueryError, match=message):
             kb.search_hybrid(**kwargs)
+
+
+class _RecordedCursor:
+    """A snapshot cursor that keeps the statements it runs."""
+
+    def __init__(self, cursor, statements: list[str]) -> None:
+        self._cursor, self._statements = cursor, statements
+
+    def execute(self, statement: str, *args):
+        self._statements.append(statement)
+        return self._cursor.execute(statement, *args)
+
+    def __getattr__(self, name: str):
+        return getattr(self._cursor, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._cursor.close()
+
+
+@pytest.mark.slow
+def test_candidates_are_grouped_by_document_without_reading_their_chunk_rows(kb, monkeypatch):
+    """Each leg knows its chunks' documents (the vector payload and the keyword index keep
+    them), so of the two hundred candidates only the hits shown are read from the chunk
+    table: that lookup was most of a search's time at a million chunks."""
+    statements: list[str] = []
+    cursor = Snapshot.cursor
+    monkeypatch.setattr(Snapshot, "cursor",
+                        lambda snapshot: _RecordedCursor(cursor(snapshot), statements))
+    for search in (kb.search_hybrid, kb.search_semantic):
+        statements.clear()
+        hits = search("sleep and health habits", limit=3)
+        assert len(hits) == 3 and all(hit.vault and hit.path for hit in hits)
+        read = {chunk_id for statement in statements if "FROM chunks" in statement
+                for chunk_id in re.findall(r"'([0-9a-f]{16,})'", statement)}
+        assert read <= {hit.chunk_id for hit in hits}, search.__name__

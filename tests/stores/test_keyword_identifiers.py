@@ -13,6 +13,7 @@ import tantivy
 from jarvis_core.stores.keyword import CHUNKS_DIR, LEDGER_FILE, KeywordIndex, KeywordSearcher
 from jarvis_core.stores.keyword_fields import (
     ANALYZER,
+    FORMAT,
     analyzer,
     identifier_terms,
     query_identifiers,
@@ -137,7 +138,7 @@ def _body_only_index(directory) -> None:
 def test_an_index_of_the_previous_format_is_indexed_again_once(tmp_path, caplog):
     _body_only_index(tmp_path / "work")
     with KeywordIndex(tmp_path / "work") as index:
-        assert "is of format 0, not 2: emptied" in caplog.text
+        assert f"is of format 0, not {FORMAT}: emptied" in caplog.text
         assert index.counts() == {}
         assert index.sync_source("v", chunk_rows(*CORPUS[:1])).as_dict()["new"] == 1
         index.publish_copy(tmp_path / "copy")

@@ -2,11 +2,14 @@
 document, and two legs fused over documents, so a document of many matching chunks (a long
 mail thread) takes one place in each leg instead of crowding out the rest."""
 
+from types import SimpleNamespace
+
+import duckdb
 import pytest
 
 from jarvis_query.fusion import RRF_K, fuse
 from jarvis_query.results import Hit
-from jarvis_query.retrievers.grouping import Place, documents, fuse_documents
+from jarvis_query.retrievers.grouping import Place, documents, fuse_documents, places
 
 THREAD = [f"t{i}" for i in range(1, 6)]  # five chunks of one thread
 PLACES = {**{chunk: Place("mail", "thread:mail/1", f"Reply {i}")
@@ -47,3 +50,19 @@ def test_fusion_over_documents_keeps_a_long_thread_to_one_place():
     assert thread.hit(PLACES, score).chunks == 5 and thread.hits[0].chunk_id == "t1"
     # the thread takes three places of the keyword leg, not five: A fuses at rank 4
     assert fused[1][1] == pytest.approx(1 / (RRF_K + 4) + 1 / (RRF_K + 1))
+
+
+def test_a_hit_that_does_not_know_its_place_is_read_from_the_chunk_rows():
+    """The leaves' hits know their place; a keyword index published before it kept them
+    (FORMAT 3) gives hits that do not, and those are read from the table (a chunk with no
+    row has none)."""
+    tables = duckdb.connect()
+    tables.execute("CREATE TABLE chunks (chunk_id VARCHAR, source VARCHAR, doc_key VARCHAR, "
+                   "heading_path VARCHAR[])")
+    tables.execute("INSERT INTO chunks VALUES ('a1', 'notes', 'note:notes/A.md', "
+                   "['Intro', 'Why']), ('b1', 'notes', 'note:notes/B.md', [])")
+    found = places(SimpleNamespace(cursor=tables.cursor),
+                   [Hit.scored("a1", 0.9), Hit.placed("t1", 0.8, "mail", "thread:mail/1", "Re"),
+                    Hit.scored("gone", 0.1)])
+    assert found == {"a1": Place("notes", "note:notes/A.md", "Why"),
+                     "t1": Place("mail", "thread:mail/1", "Re")}
