@@ -559,6 +559,9 @@ def test_the_cached_copy_matches_sqlite_on_a_generated_vault(tmp_path):
                         expected = store.neighbourhood(center, depth, limit=limit)
                         assert cached.neighbourhood(center, depth, limit=limit) == expected
             assert cached.counts() == store.counts()
+            for relation in sorted({edge.relation for edge in edges}) + ["NO_SUCH_RELATION"]:
+                sources = [n.key for n in nodes[::3]] + ["note:none"]
+                assert cached.targets(sources, relation) == store.targets(sources, relation)
             report = bench_neighbourhood(cached, centers)
             assert report["p50_ms"] > 0 and report["queries"] == len(centers)
     kinds = Counter(n.type for n in nodes)
