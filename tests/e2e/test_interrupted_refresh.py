@@ -19,7 +19,7 @@ from jarvis_core.stores.vectors.base import collection_name
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
 
 JARVIS = Path(sys.executable).with_name("jarvis")
-NOTES = 60
+NOTES = 30
 
 
 def _first_batch_written(stderr: Path, deadline: float) -> bool:
