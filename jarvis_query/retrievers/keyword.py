@@ -52,7 +52,7 @@ class KeywordRetriever:
         """Chunk hits (``match`` "content") whose snippet is a preview with the matched
         words in **bold**."""
         return [Hit(chunk_id=hit.chunk_id, score=hit.score, snippet=hit.snippet,
-                    match="content")
+                    match="content", vault=hit.source, doc_key=hit.doc_key, heading=hit.heading)
                 for hit in self._searcher(snapshot).search(query, limit,
                                                            snapshot.restrict(filters),
                                                            snippets=True)]
