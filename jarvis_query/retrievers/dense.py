@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("jarvis.query")
 
 _KEEP_ENCODERS = 2  # the current version's and the one requests in flight may still use
+_PLACE = ("source", "doc_key", "heading")  # what a hit reads of its payload: its place
 
 
 class QueryVectors(Protocol):
@@ -73,9 +74,10 @@ class DenseRetriever:
                  score_threshold: float | None = None) -> list[Hit]:
         self._load_beside_vectors(snapshot)
         found = snapshot.vectors.search(self.encode(snapshot, query), limit=limit,
-                                        filters=filters, score_threshold=score_threshold)
-        return [Hit.placed(hit.chunk_id, hit.score, hit.payload.get("source", ""),
-                           hit.payload.get("doc_key", ""), hit.payload.get("heading", ""))
+                                        filters=filters, score_threshold=score_threshold,
+                                        payload=_PLACE)
+        return [Hit.placed(hit.chunk_id, hit.score, *(hit.payload.get(field, "")
+                                                      for field in _PLACE))
                 for hit in found]
 
     def _load_beside_vectors(self, snapshot: Snapshot) -> None:

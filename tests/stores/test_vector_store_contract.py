@@ -118,6 +118,11 @@ def test_search_returns_nearest_first_with_payload(store):
     assert hits[0].score == pytest.approx(1.0, abs=VECTOR_ROUNDING)
     assert hits[1].score == pytest.approx(2 ** -0.5, abs=VECTOR_ROUNDING)
     assert hits[0].payload == {"source": "work", "title": "exact", "chunk_id": cid(1)}
+    # only the fields asked for (the chunk id always), where the search found them
+    assert [hit.payload for hit in store.search(vec(2, 0), limit=2, payload=["title"])] == [
+        {"title": "exact", "chunk_id": cid(1)}, {"title": "diagonal", "chunk_id": cid(2)}]
+    assert store.search(vec(2, 0), limit=1, payload=["tags"])[0].payload == {
+        "chunk_id": cid(1)}
 
 
 def test_equal_scores_are_ordered_by_chunk_id_even_across_the_limit(store):

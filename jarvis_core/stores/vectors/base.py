@@ -213,9 +213,12 @@ class VectorStore(ABC):
         limit: int = 10,
         filters: VectorFilter | None = None,
         score_threshold: float | None = None,
+        payload: Sequence[str] | None = None,
     ) -> list[VectorHit]:
         """The ``limit`` nearest chunks (cosine, higher is closer) scoring at least
-        ``score_threshold``, best first; equal scores are ordered by chunk id."""
+        ``score_threshold``, best first; equal scores are ordered by chunk id. Each hit
+        carries the ``payload`` fields named (and its chunk id), every field when None:
+        turning a point's whole payload into a dict cost a dense search 2 ms at 205k."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
         query = self._checked_vector(vector, "query")
@@ -229,7 +232,8 @@ class VectorStore(ABC):
             np.nextafter(np.float32(score_threshold), np.float32(-np.inf)))
         fetch = limit + 1
         while True:
-            hits = sorted(self._query(query, fetch, conditions, backend_threshold),
+            hits = sorted(self._query(query, fetch, conditions, backend_threshold,
+                                      None if payload is None else ["chunk_id", *payload]),
                           key=lambda hit: (-hit.score, hit.chunk_id))
             # Fetch more while points tied with the last wanted one may lie past the cut.
             if len(hits) < fetch or hits[-1].score < hits[limit - 1].score:
@@ -289,7 +293,8 @@ class VectorStore(ABC):
 
     @abstractmethod
     def _query(self, vector: np.ndarray, limit: int, conditions: list[Condition],
-               score_threshold: float | None) -> list[VectorHit]: ...
+               score_threshold: float | None, payload: list[str] | None) -> list[VectorHit]:
+        """``payload``: the fields the hits carry, every one when None."""
 
     @abstractmethod
     def _retrieve_vectors(self, point_ids: list[str]) -> dict[str, Sequence[float]]: ...

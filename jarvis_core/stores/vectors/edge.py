@@ -385,11 +385,12 @@ class EdgeVectorStore(VectorStore):
         return dict(counts)
 
     def _query(self, vector: np.ndarray, limit: int, conditions: list[Condition],
-               score_threshold: float | None) -> list[VectorHit]:
+               score_threshold: float | None, payload: list[str] | None) -> list[VectorHit]:
         request = qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(vector.tolist(), using=VECTOR_NAME),
             filter=_edge_filter(conditions), score_threshold=score_threshold,
-            params=qe.SearchParams(hnsw_ef=search_ef(conditions)), with_payload=True,
+            params=qe.SearchParams(hnsw_ef=search_ef(conditions)),
+            with_payload=True if payload is None else payload,
             with_vector=False)
         with self._lock:  # threads of a server share the parts (Edge holds the GIL anyway)
             hits = [VectorHit(point.payload["chunk_id"], point.score, point.payload)

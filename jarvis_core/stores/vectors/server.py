@@ -153,14 +153,14 @@ class QdrantServerVectorStore(VectorStore):
         return {hit.value: hit.count for hit in response.hits}
 
     def _query(self, vector: np.ndarray, limit: int, conditions: list[Condition],
-               score_threshold: float | None) -> list[VectorHit]:
+               score_threshold: float | None, payload: list[str] | None) -> list[VectorHit]:
         from qdrant_client import models
 
         response = self._client.query_points(
             self.collection, query=vector.tolist(), using=VECTOR_NAME, limit=limit,
             query_filter=_server_filter(conditions), score_threshold=score_threshold,
             search_params=models.SearchParams(hnsw_ef=search_ef(conditions)),
-            with_payload=True)
+            with_payload=True if payload is None else payload)
         return [VectorHit(point.payload["chunk_id"], point.score, point.payload)
                 for point in response.points]
 
