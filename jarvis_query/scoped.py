@@ -29,7 +29,7 @@ import copy
 import json
 import threading
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -158,9 +158,9 @@ class ScopedVectors:
         self._profile = profile
 
     def search(self, vector, limit: int = 10, filters: VectorFilter | None = None,
-               score_threshold: float | None = None):
+               score_threshold: float | None = None, payload: Sequence[str] | None = None):
         return self._vectors.search(vector, limit=limit, filters=self._profile.restrict(filters),
-                                    score_threshold=score_threshold)
+                                    score_threshold=score_threshold, payload=payload)
 
     def __getattr__(self, name: str):
         if name in VECTORS.shared:
