@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from jarvis_core.stores.places import heading
+
 if TYPE_CHECKING:
     from jarvis_query.snapshot import Snapshot
 
@@ -70,9 +72,8 @@ class Hit:
         """A leaf's hit that also knows the chunk's place (its document and heading: the
         vector payload and the keyword index keep them), so grouping it by document reads
         no table; made as ``scored`` makes one."""
-        hit = object.__new__(cls)
-        vars(hit).update(chunk_id=chunk_id, score=score, vault=source, doc_key=doc_key,
-                         heading=heading)
+        hit = cls.scored(chunk_id, score)
+        vars(hit).update(vault=source, doc_key=doc_key, heading=heading)
         return hit
 
     @property
@@ -166,7 +167,7 @@ def published(snapshot: Snapshot, hits: list[Hit]) -> list[Hit]:
             continue
         path, source, heading_path, text, title, source_type = row
         joined.append(replace(hit, path=path, vault=source,
-                              heading=heading_path[-1] if heading_path else "",
+                              heading=heading(heading_path),
                               snippet=hit.snippet or snippet(text), title=title,
                               source_type=source_type))
     return joined

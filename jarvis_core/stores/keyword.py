@@ -53,6 +53,7 @@ from jarvis_core.stores.keyword_fields import (
 )
 from jarvis_core.stores.keyword_filters import filter_queries, preview, utc
 from jarvis_core.stores.locks import lock_path, write_turn
+from jarvis_core.stores.places import PLACE_FIELDS, heading
 from jarvis_core.stores.vectors.filters import VectorFilter
 
 log = logging.getLogger(__name__)
@@ -246,7 +247,7 @@ class KeywordIndex:
         document = tantivy.Document(
             chunk_id=row["chunk_id"], source=source, source_type=row["source_type"], body=body,
             identifiers=" ".join(identifier_terms(body)), doc_key=row["doc_key"],
-            heading=(row["heading_path"] or [""])[-1])
+            heading=heading(row["heading_path"]))
         for tag in row["tags"] or []:
             document.add_text("tags", tag)
         modified = utc(row["modified_at"])
@@ -376,8 +377,7 @@ class KeywordSearcher:
             document = searcher.doc(address)
             snippet = preview(generator, document["body"][0]) if generator else ""
             hits.append(KeywordHit(document["chunk_id"][0], float(score), snippet,
-                                   *(document.get_first(field) or "" for field in
-                                     ("source", "doc_key", "heading"))))
+                                   *(document.get_first(field) or "" for field in PLACE_FIELDS)))
         return sorted(hits, key=lambda hit: (-hit.score, hit.chunk_id))
 
     def search_names(self, query: str, limit: int = 10,

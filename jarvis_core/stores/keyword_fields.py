@@ -24,11 +24,12 @@ from typing import NamedTuple
 
 import tantivy
 
+from jarvis_core.stores.places import PLACE_FIELDS
+
 # 3: each chunk's place stored (source, doc_key, heading), so a search's hits need no table
 # lookup to be grouped by document; 2: the identifiers field; 1: the body alone; ledgers
 # made before FORMAT say 0.
 FORMAT = 3
-PLACE_FIELDS = ("chunk_id", "source", "doc_key", "heading")  # stored: what a hit says of it
 # What a match counts. A word among an identifier's parts (the identifiers field) counts half
 # what it counts in the text; the words an identifier in a query joins (``http`` of
 # ``HTTPServerError``) a quarter: they find its relatives, and prose with those words does not
@@ -92,7 +93,8 @@ def chunk_body(title: str | None, heading_path: Sequence[str] | None, text: str 
 def chunk_schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     for field in ("chunk_id", "source", "source_type", "tags", "doc_key", "heading"):
-        builder.add_text_field(field, stored=field in PLACE_FIELDS, tokenizer_name="raw")
+        builder.add_text_field(field, stored=field in ("chunk_id", *PLACE_FIELDS),
+                               tokenizer_name="raw")
     builder.add_date_field("modified_at", indexed=True, fast=True)
     builder.add_text_field("body", stored=True, tokenizer_name=ANALYZER)
     builder.add_text_field("identifiers", tokenizer_name=IDENTIFIER_ANALYZER)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from jarvis_core.config import JarvisConfig
 from jarvis_core.embedding_backends import HASHED_NGRAMS
+from jarvis_core.stores.places import PLACE_FIELDS
 from jarvis_core.stores.serving import PublishedVersion
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_core.text.hashed_ngrams import HashedNgrams
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("jarvis.query")
 
 _KEEP_ENCODERS = 2  # the current version's and the one requests in flight may still use
-_PLACE = ("source", "doc_key", "heading")  # what a hit reads of its payload: its place
 
 
 class QueryVectors(Protocol):
@@ -75,9 +75,9 @@ class DenseRetriever:
         self._load_beside_vectors(snapshot)
         found = snapshot.vectors.search(self.encode(snapshot, query), limit=limit,
                                         filters=filters, score_threshold=score_threshold,
-                                        payload=_PLACE)
+                                        payload=PLACE_FIELDS)
         return [Hit.placed(hit.chunk_id, hit.score, *(hit.payload.get(field, "")
-                                                      for field in _PLACE))
+                                                      for field in PLACE_FIELDS))
                 for hit in found]
 
     def _load_beside_vectors(self, snapshot: Snapshot) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from jarvis_core.stores.places import heading
 from jarvis_query.fusion import fuse
 from jarvis_query.results import Hit, sql_strings
 from jarvis_query.snapshot import Snapshot
@@ -63,7 +64,7 @@ def places(snapshot: Snapshot, hits: Iterable[Hit]) -> dict[str, Place]:
         rows = snapshot.cursor().execute(
             "SELECT chunk_id, source, doc_key, heading_path FROM chunks "
             f"WHERE chunk_id IN ({sql_strings(sorted(wanted))})").fetchall()
-        found |= {chunk_id: Place(source, doc_key, heading_path[-1] if heading_path else "")
+        found |= {chunk_id: Place(source, doc_key, heading(heading_path))
                   for chunk_id, source, doc_key, heading_path in rows}
     return found
 

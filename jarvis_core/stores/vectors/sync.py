@@ -25,6 +25,7 @@ import numpy as np
 
 from jarvis_core import progress
 from jarvis_core.stores.chunk_rows import ChunkRows
+from jarvis_core.stores.places import heading
 from jarvis_core.stores.vectors.base import VectorPoint, VectorStore, embedding_text
 
 WRITE_BATCH = 4096  # vectors written per turn of the store
@@ -52,7 +53,7 @@ def payload(row: dict) -> dict:
     return {
         "chunk_id": row["chunk_id"], "source": row["source"],
         "source_type": row["source_type"], "doc_key": row["doc_key"], "path": row["path"],
-        "title": row["title"], "heading": (row["heading_path"] or [""])[-1],
+        "title": row["title"], "heading": heading(row["heading_path"]),
         "heading_path": list(row["heading_path"] or []), "tags": list(row["tags"] or []),
         "modified_at": modified.replace(tzinfo=UTC).isoformat()
         if isinstance(modified, datetime) else None,
