@@ -27,11 +27,11 @@ def graph_keys(config) -> tuple[set[str], set[tuple[str, str, str]]]:
     return nodes, edges
 
 
-def test_tables_and_store_agree(refreshed):
-    config = refreshed
+def test_tables_and_store_agree(published_sample):
+    config = published_sample  # read only: the sample as the session refreshed it
     table_notes = {k for (k,) in rows(config, "SELECT node_key FROM graph_nodes "
                                               "WHERE type = 'note'")}
-    with SqliteGraphStore(config.graph_path) as store:
+    with SqliteGraphStore.open_read_only(config.graph_path) as store:
         assert store.document_keys("sample") == table_notes
         assert store.dangling_edges() == 0
         store_edges = sum(store.counts()["edges"].values())
@@ -73,31 +73,27 @@ def test_unchanged_refresh_rewrites_no_subgraph(refreshed):
     assert (graph["new"], graph["changed"], graph["deleted"]) == (0, 0, 0)
 
 
-def test_graph_search_at_every_depth(refreshed):
-    kb = KnowledgeBase(refreshed)
-    try:
-        previous = 0
-        for depth in (1, 2, 3):
-            result = kb.search_graph("Projects/Lumen/Architecture/Alerting.md", depth=depth)
-            assert result["available"] and result["center"]["key"] == ALERTING
-            assert result == kb.search_graph("Alerting", depth=depth)  # title, same order
-            assert result["counts"]["notes"] >= previous
-            previous = result["counts"]["notes"]
-            assert result["notes"] and all(n["distance"] <= depth for n in result["notes"])
-        depth_one = kb.search_graph("sample/Projects/Lumen/Architecture/Alerting", depth=1)
-        owned = depth_one["relationships"]["OWNED_BY"]
-        assert {"src_title": "Alerting", "dst_title": "Maya Chen"}.items() <= owned[0].items()
-        assert owned[0]["evidence"] and "OWNED_BY" in owned[0]["evidence_text"]
-        for bad, message in ((0, "depth must be between 1 and 3"),
-                             (4, "depth must be between 1 and 3")):
-            with pytest.raises(QueryError, match=message):
-                kb.search_graph("Alerting", depth=bad)
-        with pytest.raises(QueryError, match="names no document in the sources you can read"):
-            kb.search_graph("No Such Note")
-        with pytest.raises(QueryError, match="names several documents"):
-            kb.search_graph("Retro")
-    finally:
-        kb.close()
+def test_graph_search_at_every_depth(kb):
+    previous = 0
+    for depth in (1, 2, 3):
+        result = kb.search_graph("Projects/Lumen/Architecture/Alerting.md", depth=depth)
+        assert result["available"] and result["center"]["key"] == ALERTING
+        assert result == kb.search_graph("Alerting", depth=depth)  # title, same order
+        assert result["counts"]["notes"] >= previous
+        previous = result["counts"]["notes"]
+        assert result["notes"] and all(n["distance"] <= depth for n in result["notes"])
+    depth_one = kb.search_graph("sample/Projects/Lumen/Architecture/Alerting", depth=1)
+    owned = depth_one["relationships"]["OWNED_BY"]
+    assert {"src_title": "Alerting", "dst_title": "Maya Chen"}.items() <= owned[0].items()
+    assert owned[0]["evidence"] and "OWNED_BY" in owned[0]["evidence_text"]
+    for bad, message in ((0, "depth must be between 1 and 3"),
+                         (4, "depth must be between 1 and 3")):
+        with pytest.raises(QueryError, match=message):
+            kb.search_graph("Alerting", depth=bad)
+    with pytest.raises(QueryError, match="names no document in the sources you can read"):
+        kb.search_graph("No Such Note")
+    with pytest.raises(QueryError, match="names several documents"):
+        kb.search_graph("Retro")
 
 
 def test_graph_unavailable_falls_back_to_semantic_search(refreshed):

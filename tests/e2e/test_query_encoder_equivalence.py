@@ -1,5 +1,5 @@
 """The exported query model against the ingest embedder on real chunks (token ids on the
-first 1,000 of the SciFact corpus, vectors on the first 64), each document (title + text)
+first 1,000 of the SciFact corpus, vectors on the first 32), each document (title + text)
 chunked as the ingest side chunks a note, embedded with the text the vectors are made from
 (``Chunk.embed_text``)."""
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 MODEL = "all-MiniLM-L6-v2"
 CHUNKS = 1000  # tokenizing is cheap
-ENCODED = 64  # two batches: a float32 encoding of a chunk takes 90 ms on 2 cores (1,000 took
+ENCODED = 32  # one batch: a float32 encoding of a chunk takes 90 ms on 2 cores (1,000 took
 # a third of CI)
 MIN_COSINE = 0.9999
 SCIFACT_CORPUS = (Path(__file__).resolve().parents[3] / "shared" / "eval" / "scifact"
@@ -75,12 +75,12 @@ def test_token_ids_are_those_sentence_transformers_feeds_the_model(exported, chu
             np.testing.assert_array_equal(values, expected[name].numpy(), err_msg=name)
 
 
-# OpenVINO (float32): all 64 encoded chunks (two batches); torch float32, three times slower
-# on 2 cores, confirms on the first 32 (one batch); OpenVINO bf16 (auto's pick where the CPU
-# has native bf16, whose chunks meet float32 queries) on 64.
+# OpenVINO (float32): all 32 encoded chunks (one batch); torch float32, three times slower
+# on 2 cores, confirms on the first 16; OpenVINO bf16 (auto's pick where the CPU has native
+# bf16, whose chunks meet float32 queries) on 32.
 @pytest.mark.parametrize(("backend", "count"), [
-    (OPENVINO, ENCODED), (TORCH_FP32, 32),
-    pytest.param(OPENVINO_BF16, 64, marks=pytest.mark.skipif(
+    (OPENVINO, ENCODED), (TORCH_FP32, 16),
+    pytest.param(OPENVINO_BF16, ENCODED, marks=pytest.mark.skipif(
         bool(backend_problem(OPENVINO_BF16)), reason=str(backend_problem(OPENVINO_BF16))))])
 def test_query_vectors_are_the_ingest_embedders(backend, count, chunks, query_vectors):
     """all-MiniLM-L6-v2 has no prompts, so a chunk's stored vector is also what the embedder
@@ -95,15 +95,6 @@ def test_query_vectors_are_the_ingest_embedders(backend, count, chunks, query_ve
     print(f"{backend}: cosine over {count} chunks min {stored.min():.7f} "
           f"mean {stored.mean():.7f}; as queries min {as_queries.min():.7f}")
     assert stored.min() >= MIN_COSINE and as_queries.min() >= MIN_COSINE
-
-
-def test_export_is_deterministic(exported, tmp_path):
-    """A fresh export has the files of the one the pipeline made (in another process)."""
-    again = export_query_model(MODEL, tmp_path / "again")
-    assert not again.reused
-    first, second = (json.loads((d / "manifest.json").read_text())
-                     for d in (exported, again.directory))
-    assert first["files"] == second["files"]
 
 
 def test_a_models_query_prompt_is_exported_and_prepended(tmp_path):

@@ -72,6 +72,16 @@ def test_export_is_a_self_contained_directory_with_a_manifest(exported):
             entry["bytes"], entry["sha256"])
 
 
+def test_export_is_deterministic(exported):
+    """This module's fresh export has the files of the one the pipeline made (in another
+    process, for the session's model cache)."""
+    from tests.query_helpers import exported_encoder
+
+    first, second = (json.loads((d / "manifest.json").read_text())
+                     for d in (exported_encoder(), exported))
+    assert first["files"] == second["files"]
+
+
 def test_tokenizer_cuts_and_pads_as_the_model_does(exported):
     tokenizer = json.loads((exported / "tokenizer.json").read_text())
     assert tokenizer["truncation"]["max_length"] == 256
