@@ -141,7 +141,7 @@ def _held(lock_path):
 
 
 _TIER_ORDER = ("e2e", "dagster", "stores", "unit")
-# Files far longer than any other (about 85 s: refreshes in processes of their own), ahead of
+# Files far longer than most (about 50 s of CPU: refreshes in processes of their own), ahead of
 # every tier, so that no worker is left alone with one at the end.
 _LONGEST_FILES = ("tests/dagster/test_parallel_sources.py",)
 
