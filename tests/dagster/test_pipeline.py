@@ -14,7 +14,15 @@ from jarvis_core.stores.connections import read_only
 from jarvis_core.text.documents import chunk_config_id, chunk_source
 from jarvis_core.text.tokens import token_counter
 from jarvis_resources import build_resources
-from tests.pipeline_helpers import SAMPLE_VAULT, checks, metadata, rows, run, write_config
+from tests.pipeline_helpers import (
+    SAMPLE_VAULT,
+    checks,
+    metadata,
+    private_copy,
+    rows,
+    run,
+    write_config,
+)
 
 VAULT = registry.kind("vault")
 raw_notes = raw_asset(VAULT, VAULT.asset)
@@ -199,9 +207,8 @@ def store_connection(config):
     return build_resources(str(config.config_path))["tables"].get_connection()
 
 
-def test_store_schema_matches_declared_tables(sample_config, instance):
-    run(sample_config, "sample", instance)
-    with read_only(sample_config.duckdb_path) as conn:
+def test_store_schema_matches_declared_tables(published_sample):
+    with read_only(published_sample.duckdb_path) as conn:
         for table in registry.declared_tables():
             columns = [c for (c,) in conn.execute(
                 "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
@@ -209,10 +216,10 @@ def test_store_schema_matches_declared_tables(sample_config, instance):
             assert columns == list(table.schema), table.name
 
 
-def test_chunking_in_small_batches_stores_what_one_batch_stores(sample_config, instance):
+def test_chunking_in_small_batches_stores_what_one_batch_stores(published_sample, tmp_path):
     """Documents are chunked a batch at a time (texts and chunk rows of one batch in
     memory): in batches of 4 the source gets exactly the chunks one batch gives it."""
-    run(sample_config, "sample", instance)
+    sample_config = private_copy(published_sample, tmp_path)
     whole = rows(sample_config, "SELECT chunk_id, doc_key, position, text, token_count "
                                 "FROM chunks ORDER BY chunk_id")
     documents = rows(sample_config, "SELECT count(*) FROM chunked_documents")[0][0]
