@@ -13,7 +13,7 @@ import pytest
 from jarvis_core.config import JarvisConfig, load_config
 from jarvis_core.settings import CACHE_ENV, MODEL_CACHE_PARTS
 from tests import postgres_server as postgres_server_module
-from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, write_config
+from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, private_copy, write_config
 
 # What `jarvis refresh` on the sample (README command 1) converted, exported and embedded.
 PROJECT_MODEL_CACHE = PROJECT_ROOT / ".jarvis" / "cache"
@@ -81,6 +81,13 @@ def published_sample(tmp_path_factory) -> JarvisConfig:
         return write_config(root / "project", {"sample": root / "vault"})
 
     return _published_once(tmp_path_factory, "published-sample", lay_out)
+
+
+@pytest.fixture
+def sample_copy(published_sample, tmp_path) -> JarvisConfig:
+    """A private copy of the published sample, free to edit and refresh (a copy, not a
+    refresh: its next refresh runs the sample again, its vault being elsewhere)."""
+    return private_copy(published_sample, tmp_path)
 
 
 @pytest.fixture(scope="session")

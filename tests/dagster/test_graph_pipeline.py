@@ -7,16 +7,9 @@ from jarvis_core.stores import serving
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-from tests.pipeline_helpers import private_copy, rows
+from tests.pipeline_helpers import rows
 
 ALERTING = "note:sample/Projects/Lumen/Architecture/Alerting.md"
-
-
-@pytest.fixture
-def refreshed(published_sample, tmp_path):
-    """A private copy of the published sample, free to edit (its next refresh runs the
-    sample again: the copy's vault is elsewhere)."""
-    return private_copy(published_sample, tmp_path)
 
 
 def graph_keys(config) -> tuple[set[str], set[tuple[str, str, str]]]:
@@ -43,8 +36,8 @@ def test_tables_and_store_agree(published_sample):
     assert len(unresolved) == 5 and len({target for _, target, _ in unresolved}) == 4
 
 
-def test_rename_and_delete_leave_nothing_stale(refreshed):
-    config = refreshed
+def test_rename_and_delete_leave_nothing_stale(sample_copy):
+    config = sample_copy
     sample_vault = config.sources["sample"].path
     (sample_vault / "Projects/Lumen/Architecture/Alerting.md").rename(
         sample_vault / "Projects/Lumen/Architecture/Alerting Service.md")
@@ -98,10 +91,10 @@ def test_graph_search_at_every_depth(kb):
         kb.search_graph("Retro")
 
 
-def test_graph_unavailable_falls_back_to_semantic_search(refreshed):
-    version = serving.current_version(refreshed.data_dir)
+def test_graph_unavailable_falls_back_to_semantic_search(sample_copy):
+    version = serving.current_version(sample_copy.data_dir)
     version.graph_path.unlink()
-    kb = KnowledgeBase(refreshed)
+    kb = KnowledgeBase(sample_copy)
     try:
         result = kb.search_graph("Alerting")
         assert not result["available"]

