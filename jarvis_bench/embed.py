@@ -1,8 +1,8 @@
 """``jarvis bench embed``: speed and fidelity of each embedding backend on this machine.
 
 Speed is chunks per second on deterministic English-like chunks of 190-220 model tokens (the
-size the chunker makes), after one warm-up batch, median of three runs, with the cores the
-process kept busy and the share of the CPU's measured matmul peak that is
+size the chunker makes), after one warm-up batch, median of ``repeats`` runs (three), with
+the cores the process kept busy and the share of the CPU's measured matmul peak that is
 (jarvis_bench/embed_tuning.py, with the OpenVINO hints, streams and batch sizes compared).
 Fidelity is measured against torch-fp32, the reference: the cosine between each chunk's two
 embeddings, and how many of each chunk's ten nearest neighbours stay the same (what search
@@ -67,16 +67,23 @@ _CONTENT_WORDS = (
 def synthetic_chunks(model: str, n_chunks: int, seed: int = SEED) -> list[str]:
     """Deterministic English-like chunks of 190-220 tokens of ``model`` (specials included)."""
     counter = token_counter(model)
+    specials = counter.count([""])[0]
     rng = random.Random(seed)
     chunks = []
     for _ in range(n_chunks):
-        text = ""
+        sentences, tokens = [], specials
         while True:  # sentences of at most ~25 tokens stop it within 30 tokens of the limit
-            candidate = f"{text} {sentence(rng)}".strip()
-            if counter.count([candidate])[0] > MAX_CHUNK_TOKENS:
+            # A chunk's tokens are its sentences' (without specials) plus the specials once:
+            # exact where words are tokenized apart, as WordPiece does; the whole chunk is
+            # counted below. Counting each candidate whole made this quadratic (2.5 s a run).
+            following = sentence(rng)
+            tokens += counter.count([following])[0] - specials
+            if tokens > MAX_CHUNK_TOKENS:
                 break
-            text = candidate
-        chunks.append(text)
+            sentences.append(following)
+        while len(sentences) > 1 and counter.count([" ".join(sentences)])[0] > MAX_CHUNK_TOKENS:
+            sentences.pop()  # a tokenizer that merges across spaces
+        chunks.append(" ".join(sentences))
     counts = counter.count(chunks)
     if not all(MIN_CHUNK_TOKENS <= count <= MAX_CHUNK_TOKENS for count in counts):
         raise RuntimeError(f"synthetic chunks of {min(counts)}-{max(counts)} tokens, expected "
@@ -108,8 +115,8 @@ def sentence(rng: random.Random) -> str:
 
 def run_embed_benchmark(
     model: str, n_chunks: int = 256, batch_size: int = 32, cache_dir: Path | None = None,
-    *, tuning: bool = True, scifact: Path | None = None, config: JarvisConfig | None = None,
-    scifact_backends: tuple[str, ...] = BACKENDS,
+    *, repeats: int = REPEATS, tuning: bool = True, scifact: Path | None = None,
+    config: JarvisConfig | None = None, scifact_backends: tuple[str, ...] = BACKENDS,
 ) -> dict:
     """Measure every embedding backend, and the one ``auto`` picks, on ``n_chunks`` chunks;
     with ``tuning``, the share of peak and OpenVINO's settings; with ``scifact`` (a BEIR
@@ -117,6 +124,8 @@ def run_embed_benchmark(
     OpenVINO, the reference, always)."""
     if n_chunks <= NEIGHBOURS:
         raise ValueError(f"n_chunks must exceed {NEIGHBOURS} to compare nearest neighbours")
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
     if scifact is not None and config is None:
         raise ValueError("scifact needs the configuration its corpus is chunked with")
     chunks = synthetic_chunks(model, n_chunks)
@@ -126,7 +135,7 @@ def run_embed_benchmark(
     embedders = {backend: Embedder(model, backend=backend, batch_size=batch_size,
                                    cache_dir=cache_dir)
                  for backend in (*BACKENDS, AUTO) if backend not in unavailable}
-    runs = _measure(embedders, chunks, batch_size)
+    runs = _measure(embedders, chunks, batch_size, repeats)
     reference = runs[REFERENCE_BACKEND]["embeddings"]
     reports = {name: {"precision": embedders[name].precision, **_report(run, reference)}
                for name, run in runs.items()}
@@ -138,6 +147,7 @@ def run_embed_benchmark(
         "model": model,
         "n_chunks": n_chunks,
         "batch_size": batch_size,
+        "repeats": repeats,
         "chunk_tokens": {"min": min(token_counts), "mean": round(statistics.mean(token_counts), 1),
                          "max": max(token_counts)},
         "machine": _machine(),
@@ -179,13 +189,14 @@ def _share_of_peak(model: str, backends: dict, mean_tokens: float) -> dict:
             "matmul_peak_gflops": peaks}
 
 
-def _measure(embedders: dict[str, Embedder], chunks: list[str], batch_size: int) -> dict:
+def _measure(embedders: dict[str, Embedder], chunks: list[str], batch_size: int,
+             repeats: int) -> dict:
     """Time each embedder over all chunks; the repeats take turns, so that a spell of other
     work on the machine slows every backend alike instead of one of them."""
     for embedder in embedders.values():
         embedder.embed(chunks[:batch_size])  # warm-up: first-call allocations, kernel choices
     runs = {name: {"seconds": [], "cpu_seconds": []} for name in embedders}
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         for name, embedder in embedders.items():
             wall_start, cpu_start = time.perf_counter(), time.process_time()
             runs[name]["embeddings"] = embedder.embed(chunks)

@@ -69,6 +69,8 @@ def bench() -> None:
 @bench.command(name="embed")
 @click.option("--chunks", "n_chunks", default=256, show_default=True)
 @click.option("--batch-size", default=32, show_default=True)
+@click.option("--repeats", type=click.IntRange(min=1), default=None,
+              help="Timed runs per backend, the median reported  [default: 3]")
 @click.option("--scifact", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="A BEIR dataset (../shared/eval/scifact): the quality gate, "
               "nDCG@10 dense and hybrid per backend (minutes: each embeds the corpus).")
@@ -77,16 +79,16 @@ def bench() -> None:
               "the reference, always).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def bench_embed(obj: CliContext, n_chunks: int, batch_size: int, scifact: Path | None,
-                scifact_backends: str, as_json: bool) -> None:
+def bench_embed(obj: CliContext, n_chunks: int, batch_size: int, repeats: int | None,
+                scifact: Path | None, scifact_backends: str, as_json: bool) -> None:
     """Embedding throughput, fidelity and share of the CPU's peak of every backend available
     here, OpenVINO's hints, streams and batch sizes compared, and the one auto picks."""
-    from jarvis_bench.embed import run_embed_benchmark
+    from jarvis_bench.embed import REPEATS, run_embed_benchmark
 
     config = obj.config()
     result = run_embed_benchmark(config.embedding.model, n_chunks=n_chunks,
                                  batch_size=batch_size, cache_dir=config.cache_dir,
-                                 scifact=scifact, config=config,
+                                 repeats=repeats or REPEATS, scifact=scifact, config=config,
                                  scifact_backends=tuple(scifact_backends.split(",")))
 
     def render(data: dict) -> None:

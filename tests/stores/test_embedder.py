@@ -297,7 +297,9 @@ def test_benchmark_chunks_are_deterministic_and_chunk_sized():
 
 def test_benchmark_reports_every_backend_as_json(cache_dir):
     report = json.loads(json.dumps(run_embed_benchmark(MODEL, n_chunks=12, batch_size=12,
-                                                       cache_dir=cache_dir, tuning=False)))
+                                                       cache_dir=cache_dir, repeats=1,
+                                                       tuning=False)))
+    assert report["repeats"] == 1
     assert report["default_backend"] == report["auto_choice"]["backend"] == \
         choose_backend(AUTO).backend
     assert set(report["backends"]) == {*BACKENDS, AUTO}
