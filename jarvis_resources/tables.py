@@ -13,7 +13,7 @@ from jarvis_core.analytics.backup import backup_dir, restore_history
 from jarvis_core.config import JarvisConfig
 from jarvis_core.sources import registry
 from jarvis_core.stores import tables
-from jarvis_core.stores.connections import damaged, is_damage
+from jarvis_core.stores.connections import damaged, is_damage, remember_missing_pandas
 from jarvis_core.stores.locks import (
     held_seconds,
     label_holder,
@@ -87,6 +87,7 @@ class TablesResource(ConfigurableResource):
 
     def _open(self) -> DuckDBResource:
         if self._duckdb is None:
+            remember_missing_pandas()  # over 900 import searches a refresh of the sample
             config = self.jarvis.load()
             config.data_dir.mkdir(parents=True, exist_ok=True)
             resource = DuckDBResource(database=str(config.duckdb_path),
