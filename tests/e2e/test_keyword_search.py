@@ -2,6 +2,7 @@
 previews, published copies, writer lock), the keyword_index asset and its check, and
 search_vault end to end on the sample vault."""
 
+import sqlite3
 import threading
 from datetime import datetime
 
@@ -13,7 +14,7 @@ from jarvis_assets.jobs import refresh_sources_job
 from jarvis_assets.partitions import source_partitions
 from jarvis_core.stores.chunk_rows import PAYLOAD_SQL, FrameRows
 from jarvis_core.stores.connections import read_only
-from jarvis_core.stores.keyword import KeywordIndex, KeywordSearcher
+from jarvis_core.stores.keyword import LEDGER_FILE, KeywordIndex, KeywordSearcher
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_definitions import build_definitions
 from tests.keyword_helpers import chunk, chunk_rows
@@ -60,6 +61,23 @@ def test_index_follows_the_chunks_per_chunk_id(tmp_path):
     searcher = KeywordSearcher(tmp_path / "copy")
     assert [hit.chunk_id for hit in searcher.search("safe retries")] == ["elsewhere"]
     assert searcher.search_names("safe retries") == []
+
+
+def test_a_source_indexed_without_its_ledger_rows_is_indexed_once(tmp_path):
+    """A crash between the index's commit and the ledger's write leaves a source's entries
+    indexed and unrecorded: the next sync replaces them, other sources' entries stay."""
+    with KeywordIndex(tmp_path / "work") as index:
+        index.sync_source("v", chunk_rows(*CORPUS))
+        index.sync_source("other", chunk_rows(chunk("elsewhere", "safe retries elsewhere")))
+    with sqlite3.connect(tmp_path / "work" / LEDGER_FILE) as ledger:
+        ledger.execute("DELETE FROM chunks WHERE source = 'v'")
+        ledger.execute("DELETE FROM documents WHERE source = 'v'")
+    with KeywordIndex(tmp_path / "work") as index:
+        assert index.sync_source("v", chunk_rows(*CORPUS)).as_dict()["new"] == 3
+        assert (index.indexed_count("v"), index.indexed_count("other")) == (3, 1)
+        index.publish_copy(tmp_path / "copy")
+    names = KeywordSearcher(tmp_path / "copy").search_names("duplicate readings")
+    assert [name.doc_key for name in names] == ["ticket:v/LUM-4"]
 
 
 def test_bm25_ranking_analyzer_and_highlighted_previews(published):
