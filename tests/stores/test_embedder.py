@@ -273,7 +273,7 @@ def test_an_unknown_model_is_named_in_the_error():
 def test_a_model_that_cannot_be_loaded_is_named_in_the_error(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({}))
     with pytest.raises(EmbeddingModelError, match="could not be loaded"):
-        Embedder(str(tmp_path))
+        Embedder(str(tmp_path), cache_dir=tmp_path / "cache")  # not the user's cache
 
 
 def test_an_unknown_backend_is_refused_before_loading():
