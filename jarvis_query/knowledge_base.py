@@ -86,7 +86,7 @@ class KnowledgeBase:
         try:
             snapshot = self.snapshots.current()
             self.dense.encoder(snapshot.version)
-            snapshot.vectors  # noqa: B018 - opened now rather than by the first search
+            snapshot.vectors.load()
         except serving.NotPublished as exc:
             log.info("nothing to load yet: %s", exc)
 

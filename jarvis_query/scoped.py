@@ -91,7 +91,7 @@ SNAPSHOT = Surface(
 VECTORS = Surface(
     "vector store",
     scoped=frozenset({"search"}),
-    shared={},
+    shared={"load": "opens the store's parts before the first search: it returns nothing"},
     withheld={**dict.fromkeys(("upsert", "delete", "optimize", "flush", "drop"), _WRITES),
               **dict.fromkeys(("chunk_ids", "count", "counts_by_source", "check", "vectors"),
                               _WHOLE_STORE),

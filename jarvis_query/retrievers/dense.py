@@ -88,7 +88,7 @@ class DenseRetriever:
         loader = threading.Thread(target=self._load_quietly, args=(snapshot.version,),
                                   name="jarvis-encoder", daemon=True)
         loader.start()
-        snapshot.vectors  # noqa: B018 - opened here, beside the encoder
+        snapshot.vectors.load()  # opened here, beside the encoder
         loader.join()
 
     def _load_quietly(self, version: PublishedVersion) -> None:

@@ -133,6 +133,20 @@ def test_equal_scores_are_ordered_by_chunk_id_even_across_the_limit(store):
     assert ids(store.search(vec(1, 0.9), limit=3)) == [cid(40), cid(1), cid(2)]
 
 
+def test_a_tie_just_past_the_limit_is_settled_by_the_first_query(store, monkeypatch):
+    """A search fetches up to twice its limit (within the beam it walks anyway), so a tie
+    across the cut short of that needs no second query: at a million hashed-vector chunks a
+    third of hybrid searches asked again."""
+    store.upsert([VectorPoint(cid(n), vec(1, 1), {}) for n in (1, 2, 3)])
+    store.upsert([VectorPoint(cid(4), vec(1, 0.5), {}), VectorPoint(cid(5), vec(1, 0), {})])
+    queried = []
+    query = type(store)._query
+    monkeypatch.setattr(type(store), "_query",
+                        lambda self, *args: queried.append(args[1]) or query(self, *args))
+    assert ids(store.search(vec(1, 1), limit=2)) == [cid(1), cid(2)]
+    assert queried == [4]
+
+
 def test_upsert_of_the_same_chunk_replaces_it(store):
     store.upsert([VectorPoint(cid(1), vec(1, 0), {"title": "old"})])
     store.upsert([VectorPoint(cid(1), vec(0, 1), {"title": "new"})])
@@ -584,8 +598,8 @@ class _RecordingShard:
 
 
 def test_edge_a_search_reads_the_payloads_of_the_points_it_keeps_only(tmp_path):
-    """Parts answer ids and scores; payloads are read for the best ``limit + 1`` of all
-    parts (the one past the limit tells a tie at the cut), not for every part's best."""
+    """Parts answer ids and scores; payloads are read for the points the search fetches
+    (twice the limit, to tell a tie at the cut), not for every part's best."""
     with EdgeVectorStore(tmp_path, "c", DIM, MODEL, part_points=2) as store:
         store.upsert([VectorPoint(cid(n), vec(1, n / 10), {"source": f"s{n % 2}"})
                       for n in range(1, 9)])
@@ -596,14 +610,14 @@ def test_edge_a_search_reads_the_payloads_of_the_points_it_keeps_only(tmp_path):
     assert ids(hits) == [cid(8), cid(7)] and [hit.payload["source"] for hit in hits] == \
         ["s0", "s1"]
     assert [payload for call, payload in asked if call == "query"] == [False] * 4
-    assert sum(count for call, count in asked if call == "retrieve") == 3
+    assert sum(count for call, count in asked if call == "retrieve") == 4
 
 
-def test_edge_a_reader_reads_each_parts_payloads_ahead_and_searches_on_its_thread(
-        tmp_path, monkeypatch):
-    """A query process's copy asks the kernel for each part's payload files as it opens
-    the part (Edge drops their cached pages when a shard closes); the pipeline's store does
-    not. A reader's parts search on the calling thread (max_search_threads 1)."""
+def test_edge_a_reader_loads_every_part_and_reads_its_payloads_ahead(tmp_path, monkeypatch):
+    """``load`` opens every part before the first search; a query process's copy asks the
+    kernel for each part's payload files as it opens the part (Edge drops their cached
+    pages when a shard closes); the pipeline's store does not. A reader's parts search on
+    the calling thread (max_search_threads 1)."""
     with EdgeVectorStore(tmp_path, "c", DIM, MODEL, part_points=2) as store:
         store.upsert([VectorPoint(cid(n), vec(1, n / 10), {"source": "s"}) for n in range(1, 6)])
         store.publish_copy(tmp_path / "published")
@@ -618,10 +632,12 @@ def test_edge_a_reader_reads_each_parts_payloads_ahead_and_searches_on_its_threa
         writer.search(vec(1), limit=1)
     assert advised == []
     with EdgeVectorStore.open_read_copy(tmp_path / "published", tmp_path / "reader") as reader:
-        assert ids(reader.search(vec(1, 0.5), limit=1)) == [cid(5)]
+        reader.load()
         for thread in threading.enumerate():
             if thread.name == "jarvis-read-ahead":
                 thread.join()
+        assert len(advised) == 3
+        assert ids(reader.search(vec(1, 0.5), limit=1)) == [cid(5)]
         configs = [json.loads((part / "edge_config.json").read_text())
                    for part in reader._parts]
     assert sorted(name for name, _ in advised) == ["part-0000", "part-0001", "part-0002"]

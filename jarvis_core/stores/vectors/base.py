@@ -230,7 +230,10 @@ class VectorStore(ABC):
         # inclusive, and the exact comparison below trims anything the step let in.
         backend_threshold = None if score_threshold is None else float(
             np.nextafter(np.float32(score_threshold), np.float32(-np.inf)))
-        fetch = limit + 1
+        # Up to twice the limit within the beam the walk keeps anyway: a tie across the cut
+        # then rarely costs a second search (a million chunks of the hashed stand-in: a
+        # fifth of semantic and a third of hybrid searches asked again with limit + 1).
+        fetch = max(limit + 1, min(2 * limit, search_ef(conditions)))
         while True:
             hits = sorted(self._query(query, fetch, conditions, backend_threshold,
                                       None if payload is None else ["chunk_id", *payload]),
@@ -254,6 +257,11 @@ class VectorStore(ABC):
 
     def optimize(self) -> None:
         """Build pending indexes now. A server indexes in the background: nothing to do."""
+        self._require_open()
+
+    def load(self) -> None:
+        """Open now what a search reads, rather than at the first search. A server holds
+        its collection itself: nothing to do."""
         self._require_open()
 
     @abstractmethod

@@ -31,9 +31,11 @@ from jarvis_core.stores.vectors.edge_files import (
     ID_TYPE,
     PART_IDS,
     PART_PREFIX,
+    VECTOR_DATATYPE,
     check_identity,
     complete_copy,
     copy_file,
+    edge_filter,
     hold_directory,
     not_published,
     part_dirs,
@@ -41,30 +43,11 @@ from jarvis_core.stores.vectors.edge_files import (
     read_ahead_payloads,
     read_sidecar,
     scrolled,
+    stored_datatype,
 )
-from jarvis_core.stores.vectors.filters import DATETIME_FIELD, KEYWORD_FIELDS, Condition, MatchAny
+from jarvis_core.stores.vectors.filters import DATETIME_FIELD, KEYWORD_FIELDS, Condition
 
 EDGE_UPSERT_BATCH = 1024  # fastest measured: per-call overhead below, payload conversion above
-
-
-# New shards keep their vectors in float16. Unit vectors lose nothing a ranking sees (SciFact,
-# 10,254 chunks: the same top 10 for every query, nDCG@10 0.6556 either way), and Edge's
-# index build at publish, the largest memory peak of a refresh, needs 38% less of it and 25%
-# less CPU (100k vectors: 371 against 596 MB, 96 against 127 CPU-s). Shards made before keep
-# float32: an opened shard keeps the type it was made with.
-VECTOR_DATATYPE = qe.VectorStorageDatatype.Float16
-VECTOR_DATATYPE_NAME = "float16"  # as edge_config.json records it
-
-
-def _edge_filter(conditions: list[Condition]):
-    if not conditions:
-        return None
-    must = [
-        qe.FieldCondition(c.key, match=qe.MatchAny(list(c.values))) if isinstance(c, MatchAny)
-        else qe.FieldCondition(c.key, range=qe.RangeDateTime(gte=c.gte, lte=c.lte))
-        for c in conditions
-    ]
-    return qe.Filter(must=must)
 
 
 class EdgeVectorStore(VectorStore):
@@ -211,9 +194,8 @@ class EdgeVectorStore(VectorStore):
             # The binding requires full_scan_threshold; 10 000 KB is Qdrant's own default.
             hnsw_config=qe.HnswIndexConfig(m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT,
                                            full_scan_threshold=10_000),
-            # A reader searches its parts one after another on the calling thread: handing
-            # each part's segments to a pool cost more than it saved (eight parts of 131k
-            # points: 2.4 against 2.1 ms a part). None: Edge's default, a thread per core.
+            # A reader searches part after part on the calling thread: a pool per part cost
+            # more than it saved (2.4 against 2.1 ms a part of 131k); None: one per core.
             max_search_threads=1 if self.reader else None,
         )
 
@@ -245,12 +227,20 @@ class EdgeVectorStore(VectorStore):
         if shard is None:
             if not part.exists():
                 self._create_part(part)
-            shard = qe.EdgeShard.load(str(part), self._config(_stored_datatype(part)))
+            shard = qe.EdgeShard.load(str(part), self._config(stored_datatype(part)))
             self._shards[part] = shard
             if self.reader:  # the advice waits on the disk's queue: not on a search's time
                 threading.Thread(target=read_ahead_payloads, args=(part,),
                                  name="jarvis-read-ahead", daemon=True).start()
         return shard
+
+    def load(self) -> None:
+        """Open every part (a million points in eight parts: 6 s, most of it reading their
+        vectors and graphs from disk), so that the first search does not wait for it."""
+        super().load()
+        with self._lock:
+            for part in self._parts:
+                self._shard(part)
 
     def _release(self, part: Path) -> None:
         if part == self._visiting:
@@ -368,7 +358,7 @@ class EdgeVectorStore(VectorStore):
         with self._lock:
             for part in self._parts:
                 found.update(record.payload["chunk_id"] for record in scrolled(
-                    self._visit(part), _edge_filter(conditions),
+                    self._visit(part), edge_filter(conditions),
                     qe.PayloadSelector.Include(["chunk_id"])))
         return found
 
@@ -378,7 +368,7 @@ class EdgeVectorStore(VectorStore):
             for part in self._parts:
                 shard = self._visit(part)
                 total += shard.count(qe.CountRequest(exact=True,
-                                                     filter=_edge_filter(conditions)))
+                                                     filter=edge_filter(conditions)))
         return total
 
     def _counts_by_source(self, checked: bool = False) -> dict[str, int]:
@@ -398,23 +388,22 @@ class EdgeVectorStore(VectorStore):
 
     def _query(self, vector: np.ndarray, limit: int, conditions: list[Condition],
                score_threshold: float | None, payload: list[str] | None) -> list[VectorHit]:
-        """The ``limit`` best points of all parts (ties cut in any order: the caller fetches
-        past them). Each part returns ids and scores only, and the payloads are read for the
-        points kept: reading every part's payloads cost half of a search at a million
-        points (eight parts, 31 hits each: 41 against 22 ms)."""
+        """The ``limit`` best points of all parts, ties cut in any order (the caller fetches
+        past them). Parts answer ids and scores; the kept points' payloads are read after
+        (every part's were half a search at a million points: 41 against 22 ms)."""
         request = qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(vector.tolist(), using=VECTOR_NAME),
-            filter=_edge_filter(conditions), score_threshold=score_threshold,
+            filter=edge_filter(conditions), score_threshold=score_threshold,
             params=qe.SearchParams(hnsw_ef=search_ef(conditions)),
             with_payload=False, with_vector=False)
         with self._lock:  # threads of a server share the parts (Edge holds the GIL anyway)
-            found = sorted(((point.score, str(point.id), part) for part in self._parts
+            found = sorted(((point.score, point.id, part) for part in self._parts
                             for point in self._shard(part).query(request)),
                            key=lambda hit: -hit[0])[:limit]
-            kept: dict[Path, list[str]] = {}
+            kept: dict[Path, list] = {}
             for _, pid, part in found:
                 kept.setdefault(part, []).append(pid)
-            payloads = {str(record.id): record.payload for part, pids in kept.items()
+            payloads = {record.id: record.payload for part, pids in kept.items()
                         for record in self._shard(part).retrieve(
                             pids, True if payload is None else payload, False)}
         return [VectorHit(payloads[pid]["chunk_id"], score, payloads[pid])
@@ -425,11 +414,3 @@ class EdgeVectorStore(VectorStore):
             return {str(record.id): record.vector[VECTOR_NAME]
                     for part, held in self._parts_holding(point_ids)
                     for record in self._shard(part).retrieve(held, False, [VECTOR_NAME])}
-
-
-def _stored_datatype(part: Path) -> qe.VectorStorageDatatype | None:
-    """The type a part keeps its vectors in; None: float32, Edge's default (a config that
-    leaves it out is refused by a float16 shard)."""
-    stored = json.loads((part / "edge_config.json").read_text())["vectors"]
-    datatype = stored.get(VECTOR_NAME, {}).get("datatype")
-    return VECTOR_DATATYPE if datatype == VECTOR_DATATYPE_NAME else None

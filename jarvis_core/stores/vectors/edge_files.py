@@ -1,5 +1,6 @@
 """An Edge store on disk: the record of its model, its parts, the lock that holds them, how
-its files are copied (keeping their holes) and how a part's records are paged through."""
+its files are copied (keeping their holes) and read ahead, how a part's records are paged
+through and the filters it is searched with."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from jarvis_core.stores.vectors.base import SCROLL_PAGE, VectorStoreBusy, VectorStoreMismatch
+from jarvis_core.stores.vectors.base import (
+    SCROLL_PAGE,
+    VECTOR_NAME,
+    VectorStoreBusy,
+    VectorStoreMismatch,
+)
+from jarvis_core.stores.vectors.filters import Condition, MatchAny
 
 EDGE_SIDECAR = "jarvis_vector_store.json"
 PART_PREFIX = "part-"
@@ -28,6 +35,23 @@ ID_TYPE = "S16"  # a point id's 16 UUID bytes
 
 
 DIRECTORY_LOCK = ".jarvis_store.lock"
+
+
+# New shards keep their vectors in float16. Unit vectors lose nothing a ranking sees (SciFact,
+# 10,254 chunks: the same top 10 for every query, nDCG@10 0.6556 either way), and Edge's
+# index build at publish, the largest memory peak of a refresh, needs 38% less of it and 25%
+# less CPU (100k vectors: 371 against 596 MB, 96 against 127 CPU-s). Shards made before keep
+# float32: an opened shard keeps the type it was made with.
+VECTOR_DATATYPE = qe.VectorStorageDatatype.Float16
+VECTOR_DATATYPE_NAME = "float16"  # as edge_config.json records it
+
+
+def stored_datatype(part: Path) -> qe.VectorStorageDatatype | None:
+    """The type a part keeps its vectors in; None: float32, Edge's default (a config that
+    leaves it out is refused by a float16 shard)."""
+    stored = json.loads((part / "edge_config.json").read_text())["vectors"]
+    datatype = stored.get(VECTOR_NAME, {}).get("datatype")
+    return VECTOR_DATATYPE if datatype == VECTOR_DATATYPE_NAME else None
 
 
 def part_dirs(directory: Path) -> list[Path]:
@@ -152,6 +176,17 @@ def read_sidecar(directory: Path) -> dict[str, Any]:
                                   ) from exc
     except (ValueError, KeyError, TypeError) as exc:
         raise VectorStoreMismatch(f"{sidecar} is unreadable: {exc}") from exc
+
+
+def edge_filter(conditions: list[Condition]):
+    if not conditions:
+        return None
+    must = [
+        qe.FieldCondition(c.key, match=qe.MatchAny(list(c.values))) if isinstance(c, MatchAny)
+        else qe.FieldCondition(c.key, range=qe.RangeDateTime(gte=c.gte, lte=c.lte))
+        for c in conditions
+    ]
+    return qe.Filter(must=must)
 
 
 def scrolled(shard, filter_, payload) -> Iterator[Any]:
