@@ -17,6 +17,7 @@ import yaml
 from jarvis_bench.parallel_content import compare_contents, published_content
 from jarvis_bench.scale_corpus import write_corpus
 from jarvis_core.config import load_config
+from jarvis_core.embedding_backends import HASHED_NGRAMS
 from jarvis_core.stores.serving import current_version
 from jarvis_definitions import build_definitions
 from tests.pipeline_helpers import PROJECT_ROOT, write_config
@@ -139,7 +140,7 @@ def test_sources_refreshed_side_by_side_publish_what_one_after_another_publishes
     once (one each: every store written by both); both versions hold the same rows,
     vectors, keyword documents and graph."""
     corpus = tmp_path / "corpus"
-    write_corpus(corpus, 40)
+    write_corpus(corpus, 40, embedding_backend=HASHED_NGRAMS)  # the model is not the point
     sources = ("notes", "issues")  # a vault and a ticket set citing the corpus's repository
     settings = yaml.safe_load((corpus / "jarvis.yaml").read_text())
     del settings["repos"], settings["mail"]
