@@ -80,7 +80,7 @@ class EdgeVectorStore(VectorStore):
         self.path = Path(path)
         self.directory = self.path / collection
         self.part_points = part_points
-        self.reader = reader  # a query process's copy: each part's payloads are read ahead
+        self.reader = reader  # a query process's copy: payloads read ahead, one search thread
         self._lock = threading.RLock()
         self._claim_identity()
         self._held = hold_directory(self.directory, busy_timeout)
