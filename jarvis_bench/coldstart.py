@@ -4,13 +4,12 @@ semantic answer, beside ``python -c pass``, ``python -c "import numpy"`` and the
 own floor: a one-tool ``MCPServer`` answering a constant, timed from spawn to that answer with
 the same client.
 
-Each command runs ``runs`` times as a new process (after one unmeasured round that fills
-the page cache), rounds interleaved so that a change in the machine's load touches every
-command alike; figures are medians. CPU time is the child's user + system time
-(``getrusage(RUSAGE_CHILDREN)`` deltas; for the server, its whole life up to the exit that
-follows the first answer). One more run of each records the modules it imported (a wrapper
-writes ``sorted(sys.modules)`` at exit), so the query path can be checked for torch and
-Dagster.
+Each command runs ``runs`` times as a new process, rounds interleaved so that a change in
+the machine's load touches every command alike; figures are medians. CPU time is the child's
+user + system time (``getrusage(RUSAGE_CHILDREN)`` deltas; for the server, its whole life up
+to the exit that follows the first answer). A first, unmeasured round fills the page cache
+and records the modules each command imported (a wrapper writes ``sorted(sys.modules)`` at
+exit), so the query path can be checked for torch and Dagster.
 """
 
 from __future__ import annotations
@@ -167,22 +166,21 @@ def run_coldstart_benchmark(config: JarvisConfig, runs: int = 5) -> dict:
     walls: dict[str, list[float]] = {name: [] for name in [*commands, *servers]}
     cpus: dict[str, list[float]] = {name: [] for name in walls}
     steps: dict[str, list[dict]] = {name: [] for name in servers}
-    for round_number in range(runs + 1):  # round 0 fills the page cache and is not counted
-        for name, command in commands.items():
-            wall, cpu = _run_process(command, env)
-            if round_number:
-                walls[name].append(wall)
-                cpus[name].append(cpu)
-        for name, command in servers.items():
-            wall, cpu, server_steps = _run_server(command, env)
-            if round_number:
-                walls[name].append(wall)
-                cpus[name].append(cpu)
-                steps[name].append(server_steps)
+    # round 0, not counted, fills the page cache and lists the modules each command imports
     modules = {name: _modules(lambda e, c=command: _run_process(_wrapped(c), e), env)
                for name, command in commands.items()}
     modules |= {name: _modules(lambda e, c=command: _run_server(_wrapped(c), e), env)
                 for name, command in servers.items()}
+    for _ in range(runs):
+        for name, command in commands.items():
+            wall, cpu = _run_process(command, env)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+        for name, command in servers.items():
+            wall, cpu, server_steps = _run_server(command, env)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+            steps[name].append(server_steps)
     figures = {name: _summary(walls[name], cpus[name], modules[name]) for name in walls}
     for name in servers:
         for step in ("initialize_s", "tools_list_s"):
