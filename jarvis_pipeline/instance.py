@@ -91,18 +91,24 @@ def fast_storage_changes() -> list[str]:
 
 def project_instance(config: JarvisConfig):
     """The persistent instance of the data directory (dagster is imported here, not by the
-    commands that do not run the pipeline). With ``instance.fast_storage`` on, where its
-    settings leave storage at Dagster's SQLite default, the same files are written through
-    storages that keep their engines (``jarvis_pipeline.instance_storage``); off, the
-    storages are Dagster's own, as ``DagsterInstance.get()`` makes them from the settings.
-    Its runs' output is left to the process's own (``_TERMINAL_OUTPUT``)."""
+    commands that do not run the pipeline): ``instance_at`` its Dagster home."""
+    return instance_at(dagster_home(config), config.instance.fast_storage)
+
+
+def instance_at(home: Path, fast_storage: bool = True):
+    """The persistent instance of the Dagster home ``home`` (its dagster.yaml, if any, read).
+    With ``fast_storage``, where its settings leave storage at Dagster's SQLite default, the
+    same files are written through storages that keep their engines
+    (``jarvis_pipeline.instance_storage``); without, the storages are Dagster's own, as
+    ``DagsterInstance.get()`` makes them from the settings. Its runs' output is left to the
+    process's own (``_TERMINAL_OUTPUT``)."""
     import dagster as dg
     import yaml
 
-    home = dagster_home(config)
-    settings = yaml.safe_load((home / "dagster.yaml").read_text()) or {}
+    settings_file = home / "dagster.yaml"
+    settings = (yaml.safe_load(settings_file.read_text()) if settings_file.exists() else {}) or {}
     overrides = {}
-    if config.instance.fast_storage and not any(key in settings for key in _STORAGE_KEYS):
+    if fast_storage and not any(key in settings for key in _STORAGE_KEYS):
         changes = fast_storage_changes()
         if changes:
             raise UnfitDagster(changes)
