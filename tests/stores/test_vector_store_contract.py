@@ -177,10 +177,11 @@ def test_chunk_ids_and_count_with_and_without_source(store):
 
 
 def test_chunk_ids_pages_through_more_than_one_scroll_page(store, monkeypatch):
+    """Pages of one point: every part of "edge-parts" is paged through as well."""
     for module in ("edge_files", "server"):
-        monkeypatch.setattr(f"jarvis_core.stores.vectors.{module}.SCROLL_PAGE", 7)
-    store.upsert([VectorPoint(cid(n), vec(1, n), {"source": "work"}) for n in range(1, 31)])
-    assert store.chunk_ids("work") == {cid(n) for n in range(1, 31)}
+        monkeypatch.setattr(f"jarvis_core.stores.vectors.{module}.SCROLL_PAGE", 1)
+    store.upsert([VectorPoint(cid(n), vec(1, n), {"source": "work"}) for n in range(1, 8)])
+    assert store.chunk_ids("work") == {cid(n) for n in range(1, 8)}
 
 
 def test_counts_by_source(store):
