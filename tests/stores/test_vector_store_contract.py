@@ -561,7 +561,7 @@ def test_edge_a_read_copy_of_parts_answers_threads_at_once(tmp_path):
     never closed under a search)."""
     with EdgeVectorStore(tmp_path, "c", DIM, MODEL, part_points=2) as store:
         store.upsert([VectorPoint(cid(n), vec(1, n / 10), {"source": f"s{n % 2}"})
-                      for n in range(1, 13)])
+                      for n in range(1, 9)])
         store.publish_copy(tmp_path / "published")
     for attempt in range(3):
         with EdgeVectorStore.open_read_copy(tmp_path / "published",
@@ -572,11 +572,11 @@ def test_edge_a_read_copy_of_parts_answers_threads_at_once(tmp_path):
                 start.wait()
                 if number % 2:
                     return reader.counts_by_source()
-                return ids(reader.search(vec(1, 0.9), limit=1))
+                return ids(reader.search(vec(1, 0.7), limit=1))
 
             with ThreadPoolExecutor(8) as pool:
                 answers = list(pool.map(call, range(8)))
-        assert answers == [[cid(9)], {"s0": 6, "s1": 6}] * 4
+        assert answers == [[cid(7)], {"s0": 4, "s1": 4}] * 4
 
 
 class _RecordingShard:
