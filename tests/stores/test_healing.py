@@ -15,7 +15,8 @@ import duckdb
 import pytest
 
 from jarvis_core.analytics.backup import back_up_history, restore_history
-from jarvis_core.embedding_backends import TORCH_FP32
+from jarvis_core.embedding_backends import OPENVINO
+from jarvis_core.settings import CACHE_ENV
 from jarvis_core.sources import registry
 from jarvis_core.stores import serving, tables
 from jarvis_core.stores.connections import TablesDamaged, read_only
@@ -40,7 +41,9 @@ TEXTS = {"alpha": ["Retries back off exponentially.", "Idempotency keys make wri
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
-    return Embedder(MODEL, backend=TORCH_FP32)
+    """The model through OpenVINO as the session converted it: what heals is the store, so no
+    torch to load for it."""
+    return Embedder(MODEL, backend=OPENVINO, cache_dir=Path(os.environ[CACHE_ENV]))
 
 
 @pytest.fixture
