@@ -14,7 +14,7 @@ import yaml
 
 from jarvis_bench.synthetic_vault import write_vault
 from jarvis_core.config import load_config
-from jarvis_core.embedding_backends import choose_backend
+from jarvis_core.embedding_backends import HASHED_NGRAMS, choose_backend
 from jarvis_core.stores.vectors.base import collection_name
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
 
@@ -37,7 +37,9 @@ def test_a_refresh_killed_while_embedding_resumes_where_it_stopped(tmp_path):
     config_file = tmp_path / "jarvis.yaml"
     config_file.write_text(yaml.safe_dump({
         "data_dir": "data", "vaults": {"generated": "vault"},
-        "embedding": {"cache": False}}))  # every vector really embedded, none from the cache
+        # every vector really embedded, none from the cache; by the hashed stand-in, as what
+        # is checked is which chunks are embedded again, not the model's vectors
+        "embedding": {"cache": False, "backend": HASHED_NGRAMS}}))
     command = [str(JARVIS), "--config", str(config_file), "refresh", "--json"]
     stderr = tmp_path / "first.err"
     with stderr.open("w") as errors:
