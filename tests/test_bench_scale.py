@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from jarvis_bench import scale
 from jarvis_bench.scale import run_child, run_scale_benchmark
 from jarvis_bench.scale_chart import MEMORY_SERIES, TIME_SERIES, chart_svg
 from jarvis_bench.scale_child import PeakSampler
@@ -55,11 +56,30 @@ def test_mail_bodies_never_split_the_mbox(tmp_path):
     assert len(mailbox.mbox(tmp_path / "many.mbox")) == 900
 
 
+BALLAST_MB = 1536  # resident in this process while the benchmark's query child runs
+
+
 @pytest.fixture(scope="module")
 def tiny_scale(tmp_path_factory) -> tuple[dict, Path]:
-    """One size of 20 target chunks through the whole benchmark, with the hashed stand-in."""
+    """One size of 20 target chunks through the whole benchmark, with the hashed stand-in;
+    its query child runs beside ``BALLAST_MB`` resident here (see
+    ``test_a_childs_peak_is_its_own_not_its_parents``), so no second query child is needed."""
     work_dir = tmp_path_factory.mktemp("scale")
-    return run_scale_benchmark((20,), work_dir, work_dir / "scale.svg", HASHED_NGRAMS), work_dir
+
+    def beside_ballast(mode: str, *arguments: str) -> tuple[dict, dict]:
+        if mode != "queries":
+            return run_child(mode, *arguments)
+        ballast = bytearray(BALLAST_MB * 2**20)
+        ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so resident
+        try:
+            return run_child(mode, *arguments)
+        finally:
+            del ballast
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scale, "run_child", beside_ballast)
+        result = run_scale_benchmark((20,), work_dir, work_dir / "scale.svg", HASHED_NGRAMS)
+    return result, work_dir
 
 
 def test_a_scale_row_measures_the_refreshes_and_the_queries(tiny_scale):
@@ -125,16 +145,10 @@ def test_the_sampler_tells_mapped_store_files_from_memory_the_process_owns(tmp_p
 
 def test_a_childs_peak_is_its_own_not_its_parents(tiny_scale):
     """``wait4``'s ru_maxrss starts a child at its parent's high-water mark (the memory-budget
-    test read 1.5 GB in a big test worker): a query child must read as itself beside 1.5 GB
-    resident here."""
-    result, work_dir = tiny_scale
-    row, = result["sizes"]
-    ballast = bytearray(1536 * 2**20)
-    ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so resident
-    _, cost = run_child("queries", str(work_dir / "chunks-20" / "jarvis.yaml"),
-                        str(row["corpus"]["bundles"]))
-    del ballast
-    assert 50 < cost["peak_rss_mb"] < 1200
+    test read 1.5 GB in a big test worker): the benchmark's query child must read as itself
+    though it ran beside 1.5 GB resident here (``tiny_scale``)."""
+    row, = tiny_scale[0]["sizes"]
+    assert 50 < row["query_peak_rss_mb"] < 1200
 
 
 def test_a_semantic_search_of_the_published_version_hashes_the_query(tiny_scale):
