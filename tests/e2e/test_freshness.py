@@ -7,12 +7,11 @@ import warnings
 import dagster as dg
 import pytest
 
-from jarvis_assets.jobs import publish_serving_job
 from jarvis_definitions import build_definitions
+from jarvis_pipeline.instance import project_instance
 from jarvis_query.knowledge_base import KnowledgeBase
 from tests.dagster.sensor_helpers import CHANGE_SENSORS
 from tests.dagster.sensor_helpers import tick as sensor_tick
-from tests.pipeline_helpers import run
 
 NOTE = "Inbox/Quick Capture.md"
 NEW_TEXT = ("Idea: the greenhouse humidity logger should wake on a reed switch and "
@@ -66,13 +65,14 @@ def automate(definitions, instance, cursor) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_edited_note_is_searchable_after_the_sensor_run(sample_config, sample_vault):
+def test_edited_note_is_searchable_after_the_sensor_run(sample_copy):
+    """From the sample as `jarvis refresh` leaves it (a copy of the published one: its stores
+    and the project's Dagster instance, whose records the sensors and the automation read),
+    not from a refresh of its own."""
+    sample_config, sample_vault = sample_copy, sample_copy.sources["sample"].path
     definitions = build_definitions(sample_config)
     knowledge_base = KnowledgeBase(sample_config)
-    with dg.DagsterInstance.ephemeral() as instance:
-        assert run(sample_config, "sample", instance).success
-        definitions.resolve_job_def(publish_serving_job.name).execute_in_process(
-            instance=instance)
+    with project_instance(sample_config) as instance:
         automation_cursor = evaluate(definitions, instance).cursor
         before = knowledge_base.search_semantic("greenhouse humidity logger reed switch",
                                                 limit=3)
