@@ -53,6 +53,17 @@ def private_copy(published: JarvisConfig, directory: Path) -> JarvisConfig:
     return config
 
 
+def data_copy(config: JarvisConfig, directory: Path) -> JarvisConfig:
+    """``config`` with its sources where they are and a copy of its data (``copy_data``, the
+    Dagster instance included) under ``directory``: a state a module fixture made once, for a
+    test that takes it further."""
+    body = yaml.safe_load(config.config_path.read_text())
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "jarvis.yaml").write_text(yaml.safe_dump({**body, "data_dir": "data"}))
+    copy_data(config.data_dir, directory / "data")
+    return load_config(directory / "jarvis.yaml")
+
+
 def copy_data(data_dir: Path, target: Path) -> None:
     """A data directory copied without what other processes (the other test workers) may be
     writing meanwhile: the readers' vector copies and the access log of their queries. Holes
