@@ -14,10 +14,10 @@ from tests.pipeline_helpers import write_config
 def test_bench_query_times_every_tool(tmp_path, sample_vault):
     config = write_config(tmp_path / "project", {"sample": sample_vault})
     result = CliRunner().invoke(cli, ["--config", str(config.config_path), "bench", "query",
-                                      "--chunks", "1000", "--queries", "20", "--json"])
+                                      "--chunks", "1000", "--queries", "5", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert (data["chunks"], data["notes"], data["queries"]) == (1000, 200, 20)
+    assert (data["chunks"], data["notes"], data["queries"]) == (1000, 200, 5)
     assert data["query_encoder"] == "exported query model"  # what servers encode with
     assert set(data["tools"]) == {"keyword", "keyword_names", "semantic", "hybrid",
                                   "graph_depth_2", "graphrag"}
