@@ -22,14 +22,13 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from jarvis_cli.main import cli
 from jarvis_core.stores import serving
-from jarvis_core.stores.vectors.edge_files import copy_file
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.mcp_server import build_server
 from jarvis_query.reading import NoteAccessError
 from jarvis_query.snapshot import open_snapshot
 from jarvis_query.validation import QueryError
-from tests.pipeline_helpers import PROJECT_ROOT
+from tests.pipeline_helpers import PROJECT_ROOT, copy_data
 from tests.query_helpers import documents_config
 
 pytestmark = pytest.mark.slow
@@ -56,10 +55,10 @@ def two_versions(tmp_path_factory):
 
 @pytest.fixture
 def damaged_copy(two_versions, tmp_path):
-    """A configuration over a private copy of the data, free to damage."""
+    """A configuration over a private copy of the published versions, free to damage (their
+    exported encoders linked, as ``copy_data`` links them: no test damages one)."""
     config, newest, previous = two_versions
-    shutil.copytree(config.data_dir / "serving", tmp_path / "data" / "serving",
-                    copy_function=copy_file)
+    copy_data(config.data_dir / "serving", tmp_path / "data" / "serving")
     return config.model_copy(update={"data_dir": tmp_path / "data"}), newest, previous
 
 
