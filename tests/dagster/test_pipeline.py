@@ -14,7 +14,15 @@ from jarvis_core.stores.connections import read_only
 from jarvis_core.text.documents import chunk_config_id, chunk_source
 from jarvis_core.text.tokens import token_counter
 from jarvis_resources import build_resources
-from tests.pipeline_helpers import SAMPLE_VAULT, checks, metadata, rows, run, write_config
+from tests.pipeline_helpers import (
+    SAMPLE_VAULT,
+    checks,
+    metadata,
+    private_copy,
+    rows,
+    run,
+    write_config,
+)
 
 VAULT = registry.kind("vault")
 raw_notes = raw_asset(VAULT, VAULT.asset)
@@ -26,8 +34,28 @@ def instance():
         yield instance
 
 
-def test_sample_vault_materializes_with_every_check_passing(sample_config, instance):
-    result = run(sample_config, "sample", instance)
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    """The sample's first run, once for the module: the tests of that run read it, and the
+    tests of a run after it (a second run, an edit, broken chunks, a purge) start from a
+    ``private_copy`` of its project instead of running the sample again."""
+    root = tmp_path_factory.mktemp("first-run")
+    shutil.copytree(SAMPLE_VAULT, root / "vault", symlinks=True)
+    config = write_config(root / "project", {"sample": root / "vault"})
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = run(config, "sample", instance)
+    return config, result
+
+
+@pytest.fixture
+def after_first_run(first_run, tmp_path):
+    """A private copy of the project as the sample's first run left it, free to edit and
+    run again."""
+    return private_copy(first_run[0], tmp_path)
+
+
+def test_sample_vault_materializes_with_every_check_passing(first_run):
+    sample_config, result = first_run
     assert result.success
     evaluations = checks(result)
     # a vault's runs hold the vault's raw checks only (no other kind's failed-item ratio)
@@ -64,8 +92,8 @@ def test_sample_vault_materializes_with_every_check_passing(sample_config, insta
     assert largest <= limit and empty_bodies_chunked == 0
 
 
-def test_second_run_reparses_and_rechunks_nothing(sample_config, instance):
-    first = run(sample_config, "sample", instance)
+def test_second_run_reparses_and_rechunks_nothing(first_run, after_first_run, instance):
+    first, sample_config = first_run[1], after_first_run
     ids_before = rows(sample_config, "SELECT chunk_id FROM chunks ORDER BY chunk_id")
     second = run(sample_config, "sample", instance)
     raw, text = metadata(second, "raw_notes"), metadata(second, "chunks")
@@ -75,8 +103,9 @@ def test_second_run_reparses_and_rechunks_nothing(sample_config, instance):
     assert rows(sample_config, "SELECT chunk_id FROM chunks ORDER BY chunk_id") == ids_before
 
 
-def test_edit_delete_and_rename_reach_every_table(sample_config, sample_vault, instance):
-    run(sample_config, "sample", instance)
+def test_edit_delete_and_rename_reach_every_table(after_first_run, instance):
+    sample_config = after_first_run
+    sample_vault = sample_config.sources["sample"].path
     notes = sorted(p for p in sample_vault.rglob("*.md") if p.stat().st_size > 400)
     edited, deleted, renamed = notes[0], notes[1], notes[2]
     rel = lambda p: p.relative_to(sample_vault).as_posix()  # noqa: E731
@@ -142,8 +171,8 @@ def test_bad_files_are_reported_and_the_rest_is_ingested(tmp_path, instance):
     assert metadata(second, "raw_notes")["changed"] == 0
 
 
-def test_blocking_checks_fail_on_broken_chunks(sample_config, instance):
-    first = run(sample_config, "sample", instance)
+def test_blocking_checks_fail_on_broken_chunks(first_run, after_first_run, instance):
+    first, sample_config = first_run[1], after_first_run
     chunked = rows(sample_config, "SELECT count(*) FROM chunks")[0][0]
     assert checks(first)["chunks_within_token_limit"].metadata["chunks_checked"].value == chunked
     paths = [p for (p,) in rows(sample_config, "SELECT DISTINCT path FROM chunks ORDER BY 1")]
@@ -171,12 +200,13 @@ def test_blocking_checks_fail_on_broken_chunks(sample_config, instance):
     assert tokens["chunks_over_limit"] >= 1 and tokens["stored_counts_over_limit"] >= 1
 
 
-def test_unconfigured_source_is_purged(tmp_path, sample_vault, instance):
+def test_unconfigured_source_is_purged(tmp_path, after_first_run, instance):
+    """A second vault is added beside the sample already run, run, then dropped."""
+    sample_vault = after_first_run.sources["sample"].path
     other = tmp_path / "other"
     other.mkdir()
     (other / "one.md").write_text("# One\n\nA lone note.")
     both = write_config(tmp_path / "project", {"sample": sample_vault, "other": other})
-    run(both, "sample", instance)
     run(both, "other", instance)
     only_sample = write_config(tmp_path / "project", {"sample": sample_vault})
     result = run(only_sample, "other", instance)
