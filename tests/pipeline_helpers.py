@@ -43,12 +43,13 @@ def name_a_storage(config: JarvisConfig, base_dir: Path) -> None:
 
 
 def private_copy(published: JarvisConfig, directory: Path) -> JarvisConfig:
-    """The published sample (``published_sample``) copied under ``directory``, its vault
-    and its data, configured as ``write_config`` makes it: for a module that changes the
-    vault or refreshes it, instead of refreshing the sample once more."""
+    """A refreshed one-vault project (``published_sample``, say) copied under ``directory``,
+    its vault and its data, configured as ``write_config`` makes it: for a module that
+    changes the vault or refreshes it, instead of refreshing the vault once more."""
+    [(name, source)] = published.sources.items()
     vault = directory / "vault"
-    shutil.copytree(published.sources["sample"].path, vault, symlinks=True)
-    config = write_config(directory / "project", {"sample": vault})
+    shutil.copytree(source.path, vault, symlinks=True)
+    config = write_config(directory / "project", {name: vault})
     copy_data(published.data_dir, config.data_dir)
     return config
 

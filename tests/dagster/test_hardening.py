@@ -17,7 +17,7 @@ from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_core.stores.keyword import CHUNKS_DIR, KeywordSearcher
 from jarvis_core.stores.vectors.edge import EdgeVectorStore
 from jarvis_pipeline.refresh import run_refresh
-from tests.pipeline_helpers import rows, run, write_config
+from tests.pipeline_helpers import private_copy, rows, run, write_config
 
 pytestmark = pytest.mark.slow
 SECRET_WORDS = ("zebracorn", "quokkafest", "root:x:0:0")
@@ -38,12 +38,21 @@ def _vault(tmp_path):
     return vault
 
 
-@pytest.fixture
-def project(tmp_path):
-    config = write_config(tmp_path / "project", {"v": _vault(tmp_path)})
+@pytest.fixture(scope="module")
+def refreshed(tmp_path_factory):
+    """The vault with links out of it, refreshed once for the module; each test works on a
+    ``private_copy`` of it (``project``)."""
+    root = tmp_path_factory.mktemp("hardening")
+    config = write_config(root / "project", {"v": _vault(root)})
     report = run_refresh(config)
     assert report["ok"], report
     return config
+
+
+@pytest.fixture
+def project(refreshed, tmp_path):
+    """A private copy of the refreshed project, free to damage and refresh."""
+    return private_copy(refreshed, tmp_path)
 
 
 def _collection(config):
