@@ -7,7 +7,7 @@ from jarvis_core.stores import serving
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
-from tests.pipeline_helpers import rows
+from tests.pipeline_helpers import rows, write_config
 
 ALERTING = "note:sample/Projects/Lumen/Architecture/Alerting.md"
 
@@ -59,8 +59,9 @@ def test_rename_and_delete_leave_nothing_stale(sample_copy):
                 ) == [(True,)]
 
 
-def test_unchanged_refresh_rewrites_no_subgraph(sample_config):
-    assert run_refresh(sample_config)["ok"]
+def test_unchanged_refresh_rewrites_no_subgraph(sample_copy):
+    sample_config = sample_copy
+    assert run_refresh(sample_config)["ok"]  # the copy's paths changed: it runs
     assert run_refresh(sample_config)["sources"] == []  # nothing changed: nothing runs
     report = run_refresh(sample_config, only=["sample"])  # run anyway: nothing rewritten
     [source] = report["sources"]
@@ -104,10 +105,10 @@ def test_graph_unavailable_falls_back_to_semantic_search(sample_copy):
         kb.close()
 
 
-def test_similarity_edges_when_enabled(tmp_path, sample_vault):
-    from tests.pipeline_helpers import write_config
-
-    config = write_config(tmp_path / "similar", {"sample": sample_vault},
+def test_similarity_edges_when_enabled(sample_copy):
+    """Turned on in a copy of the published sample: the refresh infers them for every note."""
+    config = write_config(sample_copy.config_path.parent,
+                          {"sample": sample_copy.sources["sample"].path},
                           graph={"similarity_top_k": 3, "similarity_threshold": 0.6})
     assert run_refresh(config)["ok"]
     similar = rows(config, "SELECT src, dst, weight, confidence, extractor FROM graph_edges "
