@@ -661,3 +661,23 @@ def test_read_ahead_advises_a_file_a_readahead_window_at_a_time(tmp_path, monkey
     step = edge_files.READ_AHEAD_STEP
     assert sorted(advice) == [(0, step), (0, step), (step, step), (2 * step, step),
                               (3 * step, step)]
+
+
+def test_read_ahead_passes_over_a_file_gone_since_the_listing(tmp_path, monkeypatch):
+    """A copy removed or a segment merged while the read-ahead thread lists the files: the
+    others are still advised, and nothing is raised on the thread."""
+    payloads = tmp_path / "part-0000" / "segments" / "a" / "payload_storage"
+    payloads.mkdir(parents=True)
+    for name in ("page_0.dat", "tracker.dat"):
+        (payloads / name).write_bytes(b"\0" * 10)
+    opened = edge_files.os.open
+
+    def open_but_the_page(path, flags):
+        if Path(path).name == "page_0.dat":
+            Path(path).unlink()
+        return opened(path, flags)
+
+    monkeypatch.setattr(edge_files.os, "open", open_but_the_page)
+    monkeypatch.setattr(edge_files.os, "posix_fadvise", lambda *_: None, raising=False)
+    assert edge_files.read_ahead_payloads(tmp_path / "part-0000") == 1
+    assert edge_files.read_ahead_payloads(tmp_path / "gone") == 0
