@@ -148,7 +148,7 @@ def _held(lock_path):
 
 
 _TIER_ORDER = ("e2e", "dagster", "stores", "unit")
-# Files far longer than most (about 50 s of CPU: refreshes in processes of their own), ahead of
+# Files far longer than most (about 40 s of CPU: refreshes in processes of their own), ahead of
 # every tier, so that no worker is left alone with one at the end.
 _LONGEST_FILES = ("tests/dagster/test_parallel_sources.py",)
 
