@@ -680,4 +680,9 @@ def test_read_ahead_passes_over_a_file_gone_since_the_listing(tmp_path, monkeypa
     monkeypatch.setattr(edge_files.os, "open", open_but_the_page)
     monkeypatch.setattr(edge_files.os, "posix_fadvise", lambda *_: None, raising=False)
     assert edge_files.read_ahead_payloads(tmp_path / "part-0000") == 1
-    assert edge_files.read_ahead_payloads(tmp_path / "gone") == 0
+
+    def folder_gone_while_listed(_part, _pattern):
+        raise FileNotFoundError("a segment folder removed during the walk")
+
+    monkeypatch.setattr(Path, "glob", folder_gone_while_listed)
+    assert edge_files.read_ahead_payloads(tmp_path / "part-0000") == 0
