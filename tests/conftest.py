@@ -165,6 +165,17 @@ def pytest_collection_modifyitems(items):
     items.sort(key=tier)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with the sentence-transformers files as one unit
+    (tests/scheduling.py); any other mode is xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.scheduling import FileScheduling
+
+    return FileScheduling(config, log)
+
+
 @pytest.fixture(scope="session")
 def kb(published_sample):
     """One ``KnowledgeBase`` over the published sample, for tests that only query it."""
