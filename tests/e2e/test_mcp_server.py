@@ -6,6 +6,7 @@ import json
 import re
 import sys
 import threading
+import traceback
 
 import anyio
 import pytest
@@ -133,15 +134,40 @@ BAD = {  # label -> (tool, arguments, the start of the error text)
 }
 
 
+REFRESH_QUERY = ("search-vault", {"query": "zanzibarquokka", "search_content": True})
+AROUND_THE_REFRESH = ("before", "refresh", "after")
+
+
 @pytest.fixture(scope="module")
-def session(published, tmp_path_factory):
-    """One `jarvis serve` session making every call; its log file is kept for inspection."""
+def conversation(published, tmp_path_factory):
+    """One `jarvis serve` session making every call, then searching for a word no note
+    holds, editing a note and refreshing while the server runs, and searching again (for
+    test_a_refresh_is_served_without_restarting_the_server: one server started, not two);
+    its log file is kept for inspection."""
     log = tmp_path_factory.mktemp("logs") / "stderr.log"
     calls = {**GOOD, **{label: (tool, args) for label, (tool, args, _) in BAD.items()}}
+    note = published.sources["sample"].path / "Personal" / "Recipes" / "Shakshuka.md"
+
+    def edit_and_refresh():
+        note.write_text(note.read_text() + "\nServe with zanzibarquokka flatbread.\n")
+        try:
+            return run_refresh(published)
+        except Exception:  # the refresh test's failure, not every test's of the session
+            return {"ok": False, "raised": traceback.format_exc()}
+
     command = [JARVIS, "--config", str(published.config_path), "serve",
                "--log-file", str(log.with_name("server.log"))]
-    tools, results = converse(command, calls, log)
-    return tools, results, log
+    tools, results = converse(command, {**calls, "before": REFRESH_QUERY,
+                                        "refresh": edit_and_refresh, "after": REFRESH_QUERY},
+                              log)
+    around = {label: results.pop(label) for label in AROUND_THE_REFRESH}
+    return (tools, results, log), around
+
+
+@pytest.fixture(scope="module")
+def session(conversation):
+    """The tools, the results of GOOD and BAD by label, and the server's stderr log."""
+    return conversation[0]
 
 
 def text(result) -> str:
@@ -385,19 +411,11 @@ def test_nothing_published_yet(tmp_path, sample_vault):
     assert read["published"] is False and read["links"] is None and read["content"]
 
 
-def test_a_refresh_is_served_without_restarting_the_server(published, tmp_path):
+def test_a_refresh_is_served_without_restarting_the_server(conversation):
     """The server keeps answering from the published version while a refresh runs, and
-    answers from the new one as soon as it is published."""
-    note = published.sources["sample"].path / "Personal" / "Recipes" / "Shakshuka.md"
-    query = ("search-vault", {"query": "zanzibarquokka", "search_content": True})
-
-    def edit_and_refresh():
-        note.write_text(note.read_text() + "\nServe with zanzibarquokka flatbread.\n")
-        return run_refresh(published)
-
-    _, results = converse([JARVIS, "--config", str(published.config_path), "serve"],
-                          {"before": query, "refresh": edit_and_refresh, "after": query},
-                          tmp_path / "log")
+    answers from the new one as soon as it is published (the module's session, after its
+    other calls)."""
+    _, results = conversation
     assert results["refresh"]["ok"], results["refresh"]
     assert results["before"].structured_content["results"] == []
     [hit] = results["after"].structured_content["results"]
