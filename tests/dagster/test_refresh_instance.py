@@ -50,12 +50,32 @@ def test_a_daemon_after_a_refresh_runs_nothing_again(published_sample, monkeypat
         assert_a_daemon_runs_nothing_again(published_sample, instance, latest.run_id)
 
 
-def test_a_refresh_on_dagsters_stock_storages_continues_the_history(tmp_path, monkeypatch):
+def _jobs(config, source: str) -> list[str]:
+    with project_instance(config) as instance:
+        return [run.job_name for run in reversed(instance.get_runs(
+            filters=dg.RunsFilter(tags={"dagster/partition": source})))]
+
+
+@pytest.fixture(scope="module")
+def small_first_refresh(tmp_path_factory):
+    """A small vault's first refresh through the fast storages (the default), its report and
+    the jobs it ran read at once: the small-refresh test reads them, the stock-storages test
+    continues this project (its history; it edits the vault) instead of refreshing a vault
+    of its own first."""
+    root = tmp_path_factory.mktemp("small")
+    vault = make_vault(root / "vault")
+    config = write_config(root / "project", {"notes": vault})
+    report = run_refresh(config)
+    return {"vault": vault, "config": config, "report": report, "jobs": _jobs(config, "notes")}
+
+
+def test_a_refresh_on_dagsters_stock_storages_continues_the_history(small_first_refresh,
+                                                                    monkeypatch):
     """Switching ``instance.fast_storage`` off re-runs no source; the next refresh writes
     through Dagster's own storages after the fast ones."""
-    vault = make_vault(tmp_path / "vault")
-    assert run_refresh(write_config(tmp_path / "project", {"notes": vault}))["ok"]
-    config = write_config(tmp_path / "project", {"notes": vault},
+    vault = small_first_refresh["vault"]
+    assert small_first_refresh["report"]["ok"]
+    config = write_config(small_first_refresh["config"].config_path.parent, {"notes": vault},
                           instance={"fast_storage": False})
     (vault / NOTE).write_text((vault / NOTE).read_text() + "\nAnd a spare battery.\n")
     report = run_refresh(config)
@@ -70,21 +90,14 @@ def test_a_refresh_on_dagsters_stock_storages_continues_the_history(tmp_path, mo
         assert_a_daemon_runs_nothing_again(config, instance, entry["run_id"])
 
 
-def _jobs(config, source: str) -> list[str]:
-    with project_instance(config) as instance:
-        return [run.job_name for run in reversed(instance.get_runs(
-            filters=dg.RunsFilter(tags={"dagster/partition": source})))]
-
-
 def test_a_small_refresh_is_two_runs_a_large_one_publishes_before_its_embeddings(
-        tmp_path, monkeypatch):
+        small_first_refresh, tmp_path, monkeypatch):
     """A source's ingestion, then its later layers in one run; when many documents moved
     (here: the thresholds lowered), everything but the embeddings, a first publish, then
     the embeddings."""
-    small = write_config(tmp_path / "small", {"notes": make_vault(tmp_path / "a")})
-    report = run_refresh(small)
+    report = small_first_refresh["report"]
     assert report["ok"] and report["partial"] is None
-    assert _jobs(small, "notes") == ["ingest_vault", "refresh_sources"]
+    assert small_first_refresh["jobs"] == ["ingest_vault", "refresh_sources"]
     monkeypatch.setattr(refresh, "PROGRESSIVE_DOCUMENTS", 1)
     monkeypatch.setattr(refresh, "PROGRESSIVE_CHUNKS", 1)
     large = write_config(tmp_path / "large", {"notes": make_vault(tmp_path / "b")})
