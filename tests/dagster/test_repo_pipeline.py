@@ -5,11 +5,12 @@ import dagster as dg
 import pytest
 
 from jarvis_core.stores.graph.sqlite import SqliteGraphStore
+from jarvis_pipeline.instance import project_instance
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.status import store_status
 from jarvis_resources import build_resources
-from tests.pipeline_helpers import metadata, report_check, rows, run, write_config
+from tests.pipeline_helpers import report_check, rows, write_config
 from tests.source_helpers import Repo
 
 pytestmark = pytest.mark.slow
@@ -203,9 +204,11 @@ def test_a_folder_that_is_no_repository_fails_only_that_source(tmp_path):
                           repos={"plain": str(plain)})
     report = run_refresh(config)
     assert report["ok"], report  # the broken repository does not hold back the vault
-    with dg.DagsterInstance.ephemeral() as instance:
-        result = run(config, "plain", instance)
-    meta = metadata(result, "raw_repository")
+    with project_instance(config) as instance:  # what the refresh's run reported
+        [latest] = instance.fetch_materializations(dg.AssetKey("raw_repository"),
+                                                   limit=1).records
+    assert latest.partition_key == "plain"
+    meta = {key: value.value for key, value in latest.asset_materialization.metadata.items()}
     assert "not a git repository" in meta["error"] and meta["failed"] == 1
     assert rows(config, "SELECT path, reason FROM ingest_failures WHERE source = 'plain'") == [
         (".", f"{plain}: not a git repository")]
