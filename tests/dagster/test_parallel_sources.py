@@ -27,24 +27,27 @@ from tests.pipeline_helpers import PROJECT_ROOT, write_config
 
 pytestmark = pytest.mark.slow
 FROZEN_SECONDS = 12  # longer than a publish of a few notes takes here (about 3 s)
-_REFRESH_ELSEWHERE = """
-import sys
+_REFRESH = """
 from pathlib import Path
 from jarvis_core.config import load_config
 from jarvis_definitions import build_definitions
 from jarvis_pipeline.instance import instance_at
 from jarvis_pipeline.refresh import register_sources
 
-config = load_config(sys.argv[1])
-instance = instance_at(Path(sys.argv[2]))
-sources = sys.argv[3:]
-register_sources(instance, {source: config.kind_of(source) for source in sources})
-definitions = build_definitions(config)
-for source in sources:
-    for job in (config.kind_of(source).ingest_job, "refresh_sources"):
-        result = definitions.resolve_job_def(job).execute_in_process(
-            partition_key=source, instance=instance, raise_on_error=False)
-        assert result.success, (source, job)
+def refresh(config_path, instance_dir, sources):
+    config = load_config(config_path)
+    instance = instance_at(Path(instance_dir))
+    register_sources(instance, {source: config.kind_of(source) for source in sources})
+    definitions = build_definitions(config)
+    for source in sources:
+        for job in (config.kind_of(source).ingest_job, "refresh_sources"):
+            result = definitions.resolve_job_def(job).execute_in_process(
+                partition_key=source, instance=instance, raise_on_error=False)
+            assert result.success, (source, job)
+
+if __name__ == "__main__":
+    import sys
+    refresh(sys.argv[1], sys.argv[2], sys.argv[3:])
 """
 
 
@@ -58,11 +61,21 @@ def refresh_elsewhere(config, home, *sources: str) -> subprocess.Popen:
     log = home / f"{instance.name}.log"
     with log.open("w") as output:
         child = subprocess.Popen(
-            [sys.executable, "-c", _REFRESH_ELSEWHERE, str(config.config_path), str(instance),
+            [sys.executable, "-c", _REFRESH, str(config.config_path), str(instance),
              *sources], env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}, stdout=output,
             stderr=subprocess.STDOUT)
     child.log, child.instance = log, instance
     return child
+
+
+def refresh_here(config, home, *sources: str) -> None:
+    """The same refreshes as ``refresh_elsewhere``'s process, run in this one (the same
+    script's function; its runs recorded in an instance of their own under ``home``)."""
+    instance = home / "-".join(sources)
+    instance.mkdir(parents=True)
+    script = {"__name__": "refresh_here"}
+    exec(_REFRESH, script)
+    script["refresh"](str(config.config_path), str(instance), sources)
 
 
 def finished(child: subprocess.Popen) -> None:
@@ -140,9 +153,10 @@ def test_a_publish_waits_for_a_source_mid_refresh(tmp_path):
 
 
 def test_sources_refreshed_side_by_side_publish_what_one_after_another_publishes(tmp_path):
-    """Two sources of two kinds, in one process one after another, and in two processes at
-    once (one each: every store written by both); both versions hold the same rows,
-    vectors, keyword documents and graph."""
+    """Two sources of two kinds, in one process one after another (this one: what is compared
+    is what they publish, not where), and in two processes at once (one each: every store
+    written by both); both versions hold the same rows, vectors, keyword documents and
+    graph."""
     corpus = tmp_path / "corpus"
     write_corpus(corpus, 40, embedding_backend=HASHED_NGRAMS)  # the model is not the point
     sources = ("notes", "issues")  # a vault and a ticket set citing the corpus's repository
@@ -156,10 +170,12 @@ def test_sources_refreshed_side_by_side_publish_what_one_after_another_publishes
                                                           "data_dir": str(root / "data")}))
         config = load_config(root / "jarvis.yaml")
         assert set(config.sources) == set(sources)
-        refreshes = ([refresh_elsewhere(config, home, *sources)] if mode == "one_after_another"
-                     else [refresh_elsewhere(config, home, source) for source in sources])
-        for refresh in refreshes:
-            finished(refresh)
+        if mode == "one_after_another":
+            refresh_here(config, home, *sources)
+        else:
+            refreshes = [refresh_elsewhere(config, home, source) for source in sources]
+            for refresh in refreshes:
+                finished(refresh)
         assert publish(config, home).success
         manifest = current_version(config.data_dir).manifest
         assert set(manifest["vectors"]) == set(sources) and manifest["vectors_complete"]
