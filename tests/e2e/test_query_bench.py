@@ -6,12 +6,16 @@ import json
 import pytest
 from click.testing import CliRunner
 
+import jarvis_bench.query
 from jarvis_cli.main import cli
 from tests.pipeline_helpers import write_config
 
 
 @pytest.mark.slow
-def test_bench_query_times_every_tool(tmp_path, sample_vault):
+def test_bench_query_times_every_tool(tmp_path, sample_vault, monkeypatch):
+    # the real embeddings the corpus vectors are spread around: 256 by default, whose
+    # embedding (once per test run) cost 8 CPU-s; how many there are shows in no figure
+    monkeypatch.setattr(jarvis_bench.query, "SEED_CHUNKS", 16)
     config = write_config(tmp_path / "project", {"sample": sample_vault})
     result = CliRunner().invoke(cli, ["--config", str(config.config_path), "bench", "query",
                                       "--chunks", "1000", "--queries", "5", "--json"])
