@@ -2,6 +2,7 @@
 QDRANT_URL names one (QDRANT_API_KEY optional). Small vectors keep the suite fast; the Edge
 locking and publishing tests run real second processes, as the pipeline and readers do."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -68,12 +69,20 @@ def backend(request) -> str:
 def open_store(backend, tmp_path):
     """Opens the test's one collection (again) for a model and dimension; closes everything
     it opened and, on a server, drops the collection afterwards."""
+    with _stores(backend, tmp_path / "vectors") as factory:
+        yield factory
+
+
+@contextlib.contextmanager
+def _stores(backend: str, path: Path):
+    """``open_store``'s factory over one new collection of ``backend`` (Edge's under
+    ``path``); everything it opened is closed, and a server's collection dropped, after."""
     name = f"jarvis_test_{uuid.uuid4().hex}"
     opened = []
 
     def factory(model: str = MODEL, dimension: int = DIM):
         if backend.startswith("edge"):
-            store = EdgeVectorStore(tmp_path / "vectors", name, dimension, model,
+            store = EdgeVectorStore(path, name, dimension, model,
                                     part_points=2 if backend == "edge-parts" else None)
         else:
             store = QdrantServerVectorStore(os.environ["QDRANT_URL"],
@@ -82,17 +91,19 @@ def open_store(backend, tmp_path):
         opened.append(store)
         return store
 
-    yield factory
-    for store in opened:
-        store.close()
-    if backend == "server":
-        from qdrant_client import QdrantClient
+    try:
+        yield factory
+    finally:
+        for store in opened:
+            store.close()
+        if backend == "server":
+            from qdrant_client import QdrantClient
 
-        client = QdrantClient(url=os.environ["QDRANT_URL"],
-                              api_key=os.environ.get("QDRANT_API_KEY"))
-        if client.collection_exists(name):
-            client.delete_collection(name)
-        client.close()
+            client = QdrantClient(url=os.environ["QDRANT_URL"],
+                                  api_key=os.environ.get("QDRANT_API_KEY"))
+            if client.collection_exists(name):
+                client.delete_collection(name)
+            client.close()
 
 
 @pytest.fixture
@@ -243,19 +254,34 @@ FILTER_CASES = {
 }
 
 
+@pytest.fixture(scope="module", params=["edge", "edge-parts", "server"])
+def filter_rows_store(request, tmp_path_factory):
+    """FILTER_ROWS in a store of each back end, written once for all the filter cases (which
+    only search it: a store of four parts per case was a quarter of this file's CPU), and the
+    query vector each case searches with."""
+    backend = request.param
+    if backend == "server" and not os.environ.get("QDRANT_URL"):
+        pytest.skip("QDRANT_URL not set: no Qdrant server to test against")
+    with _stores(backend, tmp_path_factory.mktemp("filter-rows") / "vectors") as open_store:
+        store = open_store()
+        rng = np.random.default_rng(7)
+        store.upsert([VectorPoint(cid(n), rng.standard_normal(DIM), {
+            "source": source, "source_type": source_type, "tags": tags,
+            "modified_at": modified})
+            for n, source, source_type, tags, modified in FILTER_ROWS])
+        yield store, rng.standard_normal(DIM)
+
+
 @pytest.mark.parametrize("case", FILTER_CASES)
-def test_filters_and_their_combination(store, case):
-    rng = np.random.default_rng(7)
-    store.upsert([VectorPoint(cid(n), rng.standard_normal(DIM), {
-        "source": source, "source_type": source_type, "tags": tags, "modified_at": modified})
-        for n, source, source_type, tags, modified in FILTER_ROWS])
+def test_filters_and_their_combination(filter_rows_store, case):
+    store, query = filter_rows_store
     spec = FILTER_CASES[case]
     filters = VectorFilter(sources=spec.get("sources"), source_types=spec.get("source_types"),
                            tags_any=spec.get("tags_any"), modified_from=spec.get("start"),
                            modified_to=spec.get("end"))
     expected = {cid(row[0]) for row in FILTER_ROWS if _matches(row, **spec)}
     assert expected, "each case should select something"
-    assert set(ids(store.search(rng.standard_normal(DIM), limit=100, filters=filters))) == expected
+    assert set(ids(store.search(query, limit=100, filters=filters))) == expected
 
 
 def test_an_empty_filter_list_matches_nothing(store):
