@@ -176,6 +176,7 @@ def test_published_copy_is_immutable_and_writers_take_turns(published):
         order.append("first released")  # the second writes only once this block ends
     waiting.join(timeout=20)
     assert order == ["first released", 3]
+    second.busy_timeout = 0.3  # it gives up after this, not after the 10 s it waited above
     with KeywordIndex(root / "work", busy_timeout=0.3) as third, third._writers():
         with pytest.raises(ValueError, match="LockBusy"):
             second.sync_source("v", chunk_rows())
