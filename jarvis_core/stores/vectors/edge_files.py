@@ -136,11 +136,18 @@ def check_identity(where: str, recorded: tuple[str, int], wanted: tuple[str, int
         )
 
 
+COPY_BLOCK = 256 * 1024  # also the grain at which zeros are left as holes
+_ZERO_BLOCK = bytes(COPY_BLOCK)
+
+
 def _copy_sparse(source: str, target: str) -> None:
-    """Copy only the data regions: Edge preallocates 32 MiB WAL and mmap files, and a plain
-    copy writes their holes out (a 100k-point shard: 410 MB copied instead of 250 MB).
-    Times and modes are not copied: Edge reads neither, and copying them took a third of
-    a cold search's copy."""
+    """Copy only the data regions, and of those only the blocks that are not all zeros:
+    Edge preallocates 32 MiB WAL and mmap files, and a plain copy writes their holes out (a
+    100k-point shard: 410 MB copied instead of 250 MB). Where the file system keeps those
+    regions as zeros rather than holes (tmpfs, where Edge's maps touch them) the zeros are
+    left as holes too, which read as zeros just the same: a 3-note store's copy there, 56 MB
+    in 40 ms, is 3 MB in 22 ms. Times and modes are not copied: Edge reads neither, and
+    copying them took a third of a cold search's copy."""
     with open(source, "rb") as src, open(target, "wb") as dst:
         size = os.fstat(src.fileno()).st_size
         offset = 0
@@ -153,8 +160,9 @@ def _copy_sparse(source: str, target: str) -> None:
                 break  # nothing but a hole up to the end
             offset = os.lseek(src.fileno(), start, os.SEEK_HOLE)
             while start < offset:
-                block = os.pread(src.fileno(), min(offset - start, 1 << 20), start)
-                os.pwrite(dst.fileno(), block, start)
+                block = os.pread(src.fileno(), min(offset - start, COPY_BLOCK), start)
+                if block != _ZERO_BLOCK[:len(block)]:
+                    os.pwrite(dst.fileno(), block, start)
                 start += len(block)
         dst.truncate(size)
 
