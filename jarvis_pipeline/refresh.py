@@ -24,6 +24,7 @@ from jarvis_core.sources import registry
 from jarvis_core.sources.kind import SourceKind
 from jarvis_core.stores import serving
 from jarvis_core.stores.connections import StoreUnavailable, read_only
+from jarvis_core.text.preparation import prepared_beside
 from jarvis_pipeline.instance import process_tags
 
 if TYPE_CHECKING:
@@ -87,6 +88,13 @@ def run_refresh(config: JarvisConfig, only: list[str] | None = None) -> dict:
               "seconds": {}}
     if not targets:
         return report
+    with prepared_beside(config.embedding, config.cache_dir):
+        return _refresh(config, targets, report, started)
+
+
+def _refresh(config: JarvisConfig, targets: dict[str, str], report: dict, started: float
+             ) -> dict:
+    """The runs of ``targets`` and the publish, on the project's instance."""
     from jarvis_definitions import build_definitions
     from jarvis_pipeline.instance import project_instance, release_abandoned_runs
     from jarvis_resources.tables import tables_held_open

@@ -17,6 +17,7 @@ refresh locks (sorted), then vectors, graph, keyword index, tables.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import socket
 import threading
@@ -26,6 +27,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 # Long enough for the longest turn another process may hold: a publish copies every store
 # (at 100k chunks, about a minute with the HNSW build).
@@ -140,6 +143,20 @@ def write_turn(path: Path, store: str, timeout: float = DEFAULT_TIMEOUT,
                 hold.fd = None
     finally:
         hold.thread_lock.release()
+
+
+@contextmanager
+def shared_work_turn(target: Path, work: str, timeout: float) -> Iterator[None]:
+    """``write_turn`` on ``target``'s lock for work shared only to save time (a model
+    converted or exported once for processes that start together, who then find it done):
+    where the lock cannot be had (a read-only cache, a holder stuck past ``timeout``) the
+    work goes on without it."""
+    with ExitStack() as turn:
+        try:
+            turn.enter_context(write_turn(lock_path(target), work, timeout))
+        except OSError as exc:
+            logger.info("%s without waiting for other processes: %s", work, exc)
+        yield
 
 
 # -- runs of sources and publishing ---------------------------------------------------------

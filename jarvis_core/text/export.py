@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jarvis_core.stores.locks import shared_work_turn
 from jarvis_core.text.embedder import QUERY_PROMPT_NAMES, first_prompt
 from jarvis_core.text.query_encoder import (
     FORMAT_VERSION,
@@ -52,6 +53,9 @@ logger = logging.getLogger(__name__)
 
 # A query vector must point where the model's own would, far within what changes a ranking.
 MIN_COSINE = 0.99999
+# As long as an export can take on a slow machine: a process waiting for another's export
+# then exports itself.
+EXPORT_WAIT = 600.0
 OPSET = 18
 # The weights sit beside the graph: onnxruntime maps them instead of parsing them out of the
 # protobuf (session load 0.16 -> 0.07 s CPU for all-MiniLM-L6-v2), and no 2 GiB limit.
@@ -94,33 +98,42 @@ def export_query_model(model: str | Path, dest: Path) -> ExportResult:
     dest = Path(dest)
     key, signature = _current_key(dest, name, model_dir)
     manifest = _manifest_if_current(dest, key)
+    reused = manifest is not None
     if manifest is None:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.exporting-", dir=dest.parent))
-        staging.chmod(0o755)  # mkdtemp's 0700 would hide the published copy from other users
-        try:
-            manifest = _export(name, model_dir, key, signature, staging)
-            _replace_directory(staging, dest, key)
-        except ExportError:
-            raise
-        except Exception as exc:  # torch, sentence-transformers, onnx or the disk: no export
-            raise ExportError(f"model {name!r} could not be exported into {dest}: "
-                              f"{type(exc).__name__}: {exc}") from exc
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        reused = False
-        logger.info("query model %r exported with the %s exporter into %s in %.1f s",
-                    name, manifest["exporter"]["method"], dest, time.perf_counter() - started)
-    else:
-        reused = True
-        if manifest.get("source_signature") != signature:  # an export of an older Jarvis
-            _record_signature(dest, manifest, signature)
+        with shared_work_turn(dest, f"the export of {name}", EXPORT_WAIT):
+            manifest = _manifest_if_current(dest, key)  # exported by the holder waited for
+            reused = manifest is not None
+            if manifest is None:
+                manifest = _export_into(dest, name, model_dir, key, signature)
+                logger.info("query model %r exported with the %s exporter into %s in %.1f s",
+                            name, manifest["exporter"]["method"], dest,
+                            time.perf_counter() - started)
+    if reused and manifest.get("source_signature") != signature:  # of an older Jarvis
+        _record_signature(dest, manifest, signature)
     return ExportResult(
         directory=dest, model=name, key=key, dimension=manifest["dimension"],
         max_seq_length=manifest["max_seq_length"], exporter=manifest["exporter"]["method"],
         reused=reused, seconds=time.perf_counter() - started,
         size_bytes=sum(entry["bytes"] for entry in manifest["files"].values()),
     )
+
+
+def _export_into(dest: Path, model: str, model_dir: Path, key: str, signature: str) -> dict:
+    """Export into a staging folder beside ``dest``, then put it in ``dest``'s place."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.exporting-", dir=dest.parent))
+    staging.chmod(0o755)  # mkdtemp's 0700 would hide the published copy from other users
+    try:
+        manifest = _export(model, model_dir, key, signature, staging)
+        _replace_directory(staging, dest, key)
+        return manifest
+    except ExportError:
+        raise
+    except Exception as exc:  # torch, sentence-transformers, onnx or the disk: no export
+        raise ExportError(f"model {model!r} could not be exported into {dest}: "
+                          f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def export_key(model: str, model_dir: Path) -> str:

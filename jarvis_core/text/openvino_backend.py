@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from jarvis_core.embedding_devices import import_openvino
-from jarvis_core.stores.locks import lock_path, write_turn
+from jarvis_core.stores.locks import shared_work_turn
 from jarvis_core.text.runtime_tokenizer import (
     TOKENIZER_FILE,
     TokenizerUnsupported,
@@ -99,22 +99,21 @@ def converted_encoder(model_dir: Path, cache_dir: Path, precision: str, device: 
 def conversion_turn(model_dir: Path, cache_dir: Path) -> Iterator[None]:
     """Held from looking for the converted model until it is converted, when it is not yet:
     processes that start together on a fresh cache (a first refresh of several sources at
-    once) wait for the first one's conversion, then embed without torch, instead of each
-    loading torch and converting (four runs at once spent 21 s of CPU more than one after
-    another). Not held once the model is converted, nor where the cache is read-only."""
-    target = _conversion_dir(model_dir, cache_dir)
-    if (target / MODEL_FILE).is_file():
+    once, or a refresh and the preparation beside it) wait for the first one's conversion,
+    then embed without torch, instead of each loading torch and converting (four runs at
+    once spent 21 s of CPU more than one after another). Not held once the model is
+    converted, nor where the cache is read-only."""
+    if is_converted(model_dir, cache_dir):
         yield
         return
-    with contextlib.ExitStack() as turn:
-        try:
-            turn.enter_context(write_turn(lock_path(target),
-                                          f"the conversion of {model_dir.name} to OpenVINO",
-                                          CONVERSION_WAIT))
-        except OSError as exc:  # a read-only cache, or a conversion stuck for 10 minutes
-            logger.info("converting %s without waiting for other processes: %s",
-                        model_dir.name, exc)
+    with shared_work_turn(_conversion_dir(model_dir, cache_dir),
+                          f"the conversion of {model_dir.name} to OpenVINO", CONVERSION_WAIT):
         yield
+
+
+def is_converted(model_dir: Path, cache_dir: Path) -> bool:
+    """Whether an earlier process left the converted model in the cache."""
+    return (_conversion_dir(model_dir, cache_dir) / MODEL_FILE).is_file()
 
 
 def sentence_model_encoder(sentence_model, model_dir: Path, cache_dir: Path,

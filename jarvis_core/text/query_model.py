@@ -22,8 +22,13 @@ def prepare_query_model(settings: EmbeddingSettings, cache_dir: Path
     if settings.backend == HASHED_NGRAMS:
         return None, (f"the {HASHED_NGRAMS} backend stands in for the model: queries are "
                       "hashed as its chunks were")
-    slot = hashlib.sha256(settings.model.encode()).hexdigest()[:12]
     try:
-        return export_query_model(settings.model, cache_dir / "query-model" / slot).directory, None
+        return export_query_model(settings.model, query_model_dir(settings, cache_dir)
+                                  ).directory, None
     except ExportError as exc:
         return None, f"{exc}; queries use the full embedder"
+
+
+def query_model_dir(settings: EmbeddingSettings, cache_dir: Path) -> Path:
+    """Where the cache keeps the configured model's export."""
+    return cache_dir / "query-model" / hashlib.sha256(settings.model.encode()).hexdigest()[:12]

@@ -1,0 +1,75 @@
+"""The model files a first refresh needs, prepared in a process of its own beside it: the
+model converted for OpenVINO and the query model exported for ONNX Runtime, both into the
+model cache. Either takes torch and sentence-transformers, which a process that finds them
+in the cache never imports; done beside the refresh, they take the second core while the
+refresh ingests and chunks, and the refresh finds them ready (its conversion and export
+wait for the preparation's turn, then read what it left). A first `jarvis refresh` of the
+sample on 2 cores, bytecode compiled on the way as on a new install: 43-48 s -> 32 s.
+
+Nothing depends on the preparation succeeding: what it did not leave, the refresh makes
+itself, as it would without it, and reports why when it cannot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from jarvis_core.embedding_backends import HASHED_NGRAMS, OPENVINO_BACKENDS, choose_backend
+from jarvis_core.settings import EmbeddingSettings
+from jarvis_core.text.query_encoder import MANIFEST_NAME
+from jarvis_core.text.tokens import ModelNotFoundError, resolve_model_dir
+
+
+def needs_preparation(settings: EmbeddingSettings, cache_dir: Path) -> bool:
+    """Whether the cache lacks the conversion (for an OpenVINO backend) or the query model
+    of the configured model: a first refresh on this machine, or a new model."""
+    from jarvis_core.text.openvino_backend import is_converted
+    from jarvis_core.text.query_model import query_model_dir
+
+    backend = choose_backend(settings.backend, settings.device).backend
+    if backend == HASHED_NGRAMS:
+        return False
+    try:
+        model_dir = resolve_model_dir(settings.model)
+    except ModelNotFoundError:  # the refresh says so itself
+        return False
+    converted = backend not in OPENVINO_BACKENDS or is_converted(model_dir, cache_dir)
+    return not (converted and (query_model_dir(settings, cache_dir) / MANIFEST_NAME).is_file())
+
+
+@contextmanager
+def prepared_beside(settings: EmbeddingSettings, cache_dir: Path) -> Iterator[None]:
+    """The preparation running beside the block when the cache needs it, waited for when
+    the block ends (interrupted, it is interrupted with it: one process group). Its output
+    is dropped: whatever fails in it fails again, reported, in the refresh."""
+    process = None
+    if needs_preparation(settings, cache_dir):
+        process = subprocess.Popen(_command(settings, cache_dir), stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        if process is not None:
+            process.wait()
+
+
+def _command(settings: EmbeddingSettings, cache_dir: Path) -> list[str]:
+    return [sys.executable, "-m", __name__, settings.model_dump_json(), str(cache_dir)]
+
+
+def prepare(settings: EmbeddingSettings, cache_dir: Path) -> None:
+    """Convert (loading the embedder does, under the conversion's turn), then export."""
+    from jarvis_core.text.embedder import Embedder
+    from jarvis_core.text.query_model import prepare_query_model
+
+    if choose_backend(settings.backend, settings.device).backend in OPENVINO_BACKENDS:
+        Embedder(settings.model, backend=settings.backend, device=settings.device,
+                 cache_dir=cache_dir)
+    prepare_query_model(settings, cache_dir)
+
+
+if __name__ == "__main__":
+    prepare(EmbeddingSettings.model_validate_json(sys.argv[1]), Path(sys.argv[2]))
