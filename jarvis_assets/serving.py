@@ -11,7 +11,7 @@ from jarvis_assets.cross_links import cross_source_links
 from jarvis_assets.embeddings import embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.keyword_index import keyword_index
-from jarvis_core.pending import settings_fingerprint
+from jarvis_core.pending import source_fingerprints
 from jarvis_core.sources import registry
 from jarvis_core.stores.publish import publish_version
 from jarvis_core.text.query_model import prepare_query_model
@@ -47,7 +47,7 @@ def serving_snapshot(context: dg.AssetExecutionContext, jarvis: JarvisConfigReso
         published = publish_version(tables.get_connection, config.data_dir,
                                     registry.published_tables(), vector_store,
                                     graph_store, stores.enter_context(keyword.open()),
-                                    graph.backend, settings_fingerprint(config),
+                                    graph.backend, source_fingerprints(config),
                                     vectors.embedder.choice.as_dict(), query_model)
     version = published.version
     context.log.info(f"published serving version {version.name}")

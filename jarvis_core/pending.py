@@ -2,11 +2,12 @@
 a refresh with nothing to do costs a stat walk per source and one small database read.
 
 A source runs when nothing of it is published, when its content moved since (its kind's
-change watch says: notes, a repository head, an export file, by content), when the
-configuration or the way Jarvis builds its layers changed (a fingerprint of everything that
-shapes the layers is kept in each version's manifest), when the published version is a
-partial one (embeddings still being made), or when it left the configuration but still has
-published rows."""
+change watch says: notes, a repository head, an export file, by content), when its settings,
+the settings its layers share with every source or the way Jarvis builds its layers changed
+(each version's manifest keeps a fingerprint of these per source), when the published
+version is a partial one (embeddings still being made), or when it left the configuration
+but still has published rows. Adding or dropping a source, or changing what only the query
+side reads (profiles, memory, audit), runs no other source."""
 
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ from jarvis_core.sources.changes import published_rows
 from jarvis_core.sources.kind import SourceUnreachable
 from jarvis_core.stores.serving import NotPublished, current_version
 
-_NOT_SHAPING = {"config_path", "schedules", "instance", "resources", "environment"}
+# Where the data lives (a project moved or copied keeps what its layers hold), and what only
+# the query side reads (profiles, memory, audit), shape no layer either.
+_NOT_SHAPING = {"config_path", "schedules", "instance", "resources", "environment", "data_dir",
+                "profiles", "memory", "audit"}
 # What the layers hold for unchanged input and configuration, raised by a release that
 # changes it so that every source runs once after the upgrade (2: a ticket's document and
 # node keys carry its source; 3: a repository's source code is parsed into symbols).
@@ -30,11 +34,13 @@ LAYERS_VERSION = 3
 
 
 def settings_fingerprint(config: JarvisConfig) -> str:
-    """Everything that shapes what the layers hold: the configuration (sources and their
-    settings, chunking, the model and the precision it computes in here, graph, analytics,
-    limits) and ``LAYERS_VERSION``; schedules, the device and batch size (speed only), the
-    memory budget, the Dagster instance's storages and credentials do not."""
-    shaping = config.model_dump(mode="json", exclude=_NOT_SHAPING)
+    """What shapes the layers of every source alike: the settings they share (chunking, the
+    model and the precision it computes in here, graph, analytics, limits) and
+    ``LAYERS_VERSION``. Schedules, the device and batch size (speed only), the memory budget,
+    the Dagster instance's storages and credentials, where the data directory is and what
+    only the query side reads do not. Each source's own settings join it in
+    ``source_fingerprints``."""
+    shaping = config.model_dump(mode="json", exclude=_NOT_SHAPING | {"sources"})
     shaping["layers"] = LAYERS_VERSION
     for speed_only in ("device", "batch_size"):  # the precision they lead to is added below
         del shaping["embedding"][speed_only]
@@ -43,8 +49,20 @@ def settings_fingerprint(config: JarvisConfig) -> str:
         # ``auto`` on another CPU or device (or a new release) may embed in another
         # precision: a new collection, so every source runs to fill it.
         shaping["embedding"]["precision"] = precision
-    shaping["kinds"] = {name: config.source_kind(name) for name in config.source_names}
-    return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
+    return _digest(shaping)
+
+
+def source_fingerprints(config: JarvisConfig) -> dict[str, str]:
+    """Source -> what shapes its layers: ``settings_fingerprint``, its own settings and its
+    kind. A published version keeps them; a source whose fingerprint moved runs again."""
+    shared = settings_fingerprint(config)
+    return {name: _digest({"shared": shared, "kind": config.source_kind(name),
+                           "source": config.sources[name].model_dump(mode="json")})
+            for name in config.source_names}
+
+
+def _digest(value: dict) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def change_reason(config: JarvisConfig, source: str) -> str | None:
@@ -72,13 +90,18 @@ def pending_sources(config: JarvisConfig) -> dict[str, str]:
         return {source: "nothing published yet" for source in config.source_names}
     pending = {source: "no longer configured"
                for source in _published_sources(config) - set(config.source_names)}
-    if manifest.get("settings") != settings_fingerprint(config):
-        return pending | {source: "the configuration or Jarvis's layers changed"
-                          for source in config.source_names}
+    published = manifest.get("settings")
+    for source, fingerprint in source_fingerprints(config).items():
+        if not isinstance(published, dict):  # one string: before fingerprints per source
+            pending[source] = "published by an earlier release"
+        elif source not in published:
+            pending[source] = "newly configured"
+        elif published[source] != fingerprint:
+            pending[source] = "its settings or Jarvis's layers changed"
     if not manifest.get("vectors_complete", True):
         return pending | {source: "embeddings still being made"
                           for source in config.source_names}
-    for source in config.source_names:
+    for source in [source for source in config.source_names if source not in pending]:
         try:
             reason = change_reason(config, source)
         except (SourceUnreachable, OSError, ValueError, duckdb.Error) as exc:

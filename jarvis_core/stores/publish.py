@@ -29,15 +29,15 @@ class Publication:
 def publish_version(connect: Connect,
                     data_dir: Path, tables: Mapping[str, str], vectors: VectorStore,
                     graph: SqliteGraphStore | None, keyword: KeywordIndex, graph_backend: str,
-                    settings: str, embedding: dict[str, str],
+                    settings: dict[str, str], embedding: dict[str, str],
                     query_model: Path | None = None) -> Publication:
     """Copy every store into a staging version and commit it (``tables``: each published
     table and the query that fills it); a failure leaves nothing
     behind and the current version untouched. ``graph`` is None when the graph lives in a
     server (Neo4j), which readers query directly; so are vectors in a Qdrant server. The
     tables' connection (from ``connect``) is held only while they are copied. A version
-    carries ``query_model`` (the exported encoder) when there is one, the fingerprint of the
-    ``settings`` it was made with, the ``embedding`` backend chosen (with its precision and
+    carries ``query_model`` (the exported encoder) when there is one, the fingerprints of the
+    ``settings`` each source's layers were made with, the ``embedding`` backend chosen (with its precision and
     why: ``BackendChoice.as_dict``), and whether every chunk has its vector yet (a first
     refresh of a large source publishes before its embeddings are done)."""
     name, staging = serving.begin_version(data_dir)

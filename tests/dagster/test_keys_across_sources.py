@@ -122,7 +122,7 @@ def test_a_store_with_keys_of_the_release_before_is_rewritten(project, monkeypat
         older.setattr(pending, "LAYERS_VERSION", pending.LAYERS_VERSION - 1)
         reasons = pending.pending_sources(config)
     assert set(reasons) == set(config.source_names)
-    assert set(reasons.values()) == {"the configuration or Jarvis's layers changed"}
+    assert set(reasons.values()) == {"its settings or Jarvis's layers changed"}
     report = run_refresh(config, only=["jira"])
     assert report["ok"], report
     [entry] = report["sources"]

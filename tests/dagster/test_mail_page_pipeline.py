@@ -352,6 +352,7 @@ def test_a_vanished_mail_folder_keeps_its_data_and_a_dropped_one_is_purged(proje
     config = load_config(config.config_path)
     report = run_refresh(config)
     assert report["ok"], report
+    assert report["reasons"] == {"mail": "no longer configured"}  # the other sources stay
     for table in ("mail_messages", "mail_threads", "mail_files", "chunks", "graph_nodes",
                   "graph_edges", "ingest_failures"):
         assert rows(config, f"SELECT count(*) FROM {table} WHERE source = 'mail'") == [(0,)]

@@ -287,6 +287,7 @@ def test_a_ticket_set_dropped_from_the_configuration_is_purged(project):
     config = load_config(path)
     report = run_refresh(config)
     assert report["ok"], report
+    assert report["reasons"] == {"gh": "no longer configured"}  # the other sources stay
     assert layer(report, "gh", "raw_tickets")["deleted"] == 3
     for table in ("tickets", "ticket_files", "chunks", "graph_nodes", "graph_edges",
                   "graph_references"):

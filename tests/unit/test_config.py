@@ -87,3 +87,24 @@ def test_the_memory_budget_never_reruns_a_source(tmp_path):
     large = write_config(tmp_path / "b", {"v": tmp_path / "v"}, data_dir=str(tmp_path / "d"))
     assert small.resources.max_memory_mb != large.resources.max_memory_mb
     assert settings_fingerprint(small) == settings_fingerprint(large)
+
+
+def test_a_source_reruns_when_its_own_or_the_shared_settings_move_not_another_s(tmp_path):
+    """Each published version keeps a fingerprint per source: adding a source, changing
+    another's settings, or what only the query side reads (profiles, memory, audit) leaves
+    a source's as it was; its own settings and the layers' shared ones do not."""
+    from jarvis_core.pending import source_fingerprints
+
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+    one = source_fingerprints(write_config(tmp_path / "one", {"a": tmp_path / "a"}))
+    two = source_fingerprints(write_config(
+        tmp_path / "two", {"a": tmp_path / "a", "b": tmp_path / "b"},
+        profiles={"reader": ["b"]}, memory={"vault": "b"}, audit={"retention_days": 400}))
+    assert two["a"] == one["a"] and set(two) == {"a", "b"}
+    moved = source_fingerprints(write_config(tmp_path / "moved", {"a": tmp_path / "c",
+                                                                   "b": tmp_path / "b"}))
+    assert moved["a"] != one["a"] and moved["b"] == two["b"]
+    chunked = source_fingerprints(write_config(tmp_path / "chunked", {"a": tmp_path / "a"},
+                                               chunking={"max_tokens": 128}))
+    assert chunked["a"] != one["a"]
