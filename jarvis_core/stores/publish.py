@@ -37,9 +37,9 @@ def publish_version(connect: Connect,
     server (Neo4j), which readers query directly; so are vectors in a Qdrant server. The
     tables' connection (from ``connect``) is held only while they are copied. A version
     carries ``query_model`` (the exported encoder) when there is one, the fingerprints of the
-    ``settings`` each source's layers were made with, the ``embedding`` backend chosen (with its precision and
-    why: ``BackendChoice.as_dict``), and whether every chunk has its vector yet (a first
-    refresh of a large source publishes before its embeddings are done)."""
+    ``settings`` each source's layers were made with, the ``embedding`` backend chosen (with
+    its precision and why: ``BackendChoice.as_dict``), and whether every chunk has its vector
+    yet (a first refresh of a large source publishes before its embeddings are done)."""
     name, staging = serving.begin_version(data_dir)
     try:
         with connect() as conn:
