@@ -79,6 +79,7 @@ def measured_refresh(config_path: Path) -> dict:
                          f"failed steps {[s['failed_steps'] for s in report['sources']]}")
     launched = cost.pop("launched")
     return {**cost, "peak_anon_mb": child["peak_anon_mb"],
+            "children_peak_rss_mb": child["children_peak_rss_mb"],
             "first_searchable_seconds": round(child["searchable_at"] - launched, 2),
             "complete_seconds": round(child["complete_at"] - launched, 2),
             "startup_seconds": round(child["refresh_started"] - launched, 2),

@@ -166,8 +166,12 @@ def measured_refresh(config_path: Path) -> dict:
             spans = step_spans(instance, _run_ids(report))
     layers = layer_costs(sampler, spans)
     whole = sampler.span(refresh_started, refresh_ended)
+    # the largest process the refresh started and waited for: on a cold model cache the
+    # model's preparation (jarvis_core/text/preparation.py), which holds torch beside it
+    children_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return {"report": report, "layers": layers, "peak_rss_mb": round(sampler.peak_rss_mb, 1),
             "peak_anon_mb": round(sampler.peak_anon_mb, 1),
+            "children_peak_rss_mb": round(children_kib / 1024, 1),
             "startup_peak_rss_mb": round(sampler.peaks_kib[0] / 1024, 1),
             "refresh_started": refresh_started,
             "searchable_at": refresh_started + seconds.get(

@@ -88,6 +88,7 @@ def test_a_scale_row_measures_the_refreshes_and_the_queries(tiny_scale):
     assert row["chunks"] > 0 and row["target_chunks"] == 20
     assert row["embedding"]["backend"] == HASHED_NGRAMS and HASHED_NGRAMS in result["embedder"]
     assert row["peak_rss_mb"] > 100  # a Python process with Dagster and the stores
+    assert 0 < row["children_peak_rss_mb"] < row["peak_rss_mb"]  # git, here
     assert 0 < row["first_searchable_seconds"] <= row["complete_seconds"] <= row["wall_seconds"]
     assert 0 < row["noop_seconds"] < row["wall_seconds"] and row["noop_ran"] == []
     assert row["note_edit"]["sources_run"] == ["notes"] and row["note_edit_seconds"] > 0
