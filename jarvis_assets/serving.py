@@ -11,8 +11,9 @@ from jarvis_assets.cross_links import cross_source_links
 from jarvis_assets.embeddings import embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.keyword_index import keyword_index
-from jarvis_core.pending import source_fingerprints
+from jarvis_core.pending import REFRESHED_TAG, published_fingerprints
 from jarvis_core.sources import registry
+from jarvis_core.stores import serving
 from jarvis_core.stores.publish import publish_version
 from jarvis_core.text.query_model import prepare_query_model
 from jarvis_resources import (
@@ -47,7 +48,7 @@ def serving_snapshot(context: dg.AssetExecutionContext, jarvis: JarvisConfigReso
         published = publish_version(tables.get_connection, config.data_dir,
                                     registry.published_tables(), vector_store,
                                     graph_store, stores.enter_context(keyword.open()),
-                                    graph.backend, source_fingerprints(config),
+                                    graph.backend, _fingerprints(context, config),
                                     vectors.embedder.choice.as_dict(), query_model)
     version = published.version
     context.log.info(f"published serving version {version.name}")
@@ -61,3 +62,15 @@ def serving_snapshot(context: dg.AssetExecutionContext, jarvis: JarvisConfigReso
         "query_model": version.manifest["encoder"] or f"none: {why_none}",
         "publish_seconds": round(time.perf_counter() - started, 3),
     })
+
+
+def _fingerprints(context: dg.AssetExecutionContext, config) -> dict[str, str]:
+    """The sources' settings fingerprints the version records (``published_fingerprints``):
+    after `jarvis refresh --source`, the sources it did not run keep the earlier ones."""
+    refreshed = context.run.tags.get(REFRESHED_TAG)
+    try:
+        previous = serving.current_version(config.data_dir).manifest.get("settings")
+    except serving.NotPublished:
+        previous = None
+    return published_fingerprints(
+        config, refreshed.split(",") if refreshed is not None else None, previous)

@@ -31,6 +31,9 @@ _NOT_SHAPING = {"config_path", "schedules", "instance", "resources", "environmen
 # changes it so that every source runs once after the upgrade (2: a ticket's document and
 # node keys carry its source; 3: a repository's source code is parsed into symbols).
 LAYERS_VERSION = 3
+# On a publish run: the sources the refresh before it ran, comma-separated (`jarvis refresh`
+# sets it; a publish without it follows every source, as automation's does).
+REFRESHED_TAG = "jarvis/refreshed_sources"
 
 
 def settings_fingerprint(config: JarvisConfig) -> str:
@@ -59,6 +62,20 @@ def source_fingerprints(config: JarvisConfig) -> dict[str, str]:
     return {name: _digest({"shared": shared, "kind": config.source_kind(name),
                            "source": config.sources[name].model_dump(mode="json")})
             for name in config.source_names}
+
+
+def published_fingerprints(config: JarvisConfig, refreshed: list[str] | None,
+                           previous: object) -> dict[str, str]:
+    """What a new version records: each source's ``source_fingerprints``, except after a
+    run of only some sources (``refreshed``, as `jarvis refresh --source` runs them), when
+    the others keep what the version before recorded (``previous``), or nothing: their
+    settings may have moved without their running, and they run when they next can."""
+    current = source_fingerprints(config)
+    if refreshed is None:
+        return current
+    kept = previous if isinstance(previous, dict) else {}
+    return {source: current[source] if source in refreshed else kept[source]
+            for source in current if source in refreshed or source in kept}
 
 
 def _digest(value: dict) -> str:
@@ -95,7 +112,7 @@ def pending_sources(config: JarvisConfig) -> dict[str, str]:
         if not isinstance(published, dict):  # one string: before fingerprints per source
             pending[source] = "published by an earlier release"
         elif source not in published:
-            pending[source] = "newly configured"
+            pending[source] = "new to the published version"
         elif published[source] != fingerprint:
             pending[source] = "its settings or Jarvis's layers changed"
     if not manifest.get("vectors_complete", True):

@@ -12,6 +12,7 @@ ready, then again when every chunk has its vector.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -19,7 +20,7 @@ import duckdb
 from jarvis_core.config import JarvisConfig
 from jarvis_core.embedding_backends import choose_backend
 from jarvis_core.notifications import notify
-from jarvis_core.pending import pending_sources
+from jarvis_core.pending import REFRESHED_TAG, pending_sources
 from jarvis_core.sources import registry
 from jarvis_core.sources.kind import SourceKind
 from jarvis_core.stores import serving
@@ -110,7 +111,7 @@ def _refresh(config: JarvisConfig, targets: dict[str, str], report: dict, starte
         if not _run_sources(config, definitions, instance,
                             {source: kinds[source] for source in targets}, report, started):
             return _failed(report)
-        report["published"] = _publish(config, definitions, instance)
+        report["published"] = _publish(config, definitions, instance, targets)
         report["seconds"]["published"] = round(time.perf_counter() - started, 2)
         report["ok"] = report["published"]["ok"]
         report["version"] = serving.current_name(config.data_dir)
@@ -146,7 +147,7 @@ def _run_sources(config: JarvisConfig, definitions: dg.Definitions,
         return all(entry["ok"] for entry in entries)
     if sum(entry["layers"].get("chunks", {}).get("chunks_added", 0)
            for entry in entries) > PROGRESSIVE_CHUNKS:
-        report["partial"] = _publish(config, definitions, instance)
+        report["partial"] = _publish(config, definitions, instance, sources)
         report["seconds"]["first_published"] = round(time.perf_counter() - started, 2)
     for entry in entries:
         _merge(entry, run_source_job(config, definitions, instance, "embed_sources",
@@ -198,9 +199,11 @@ def _merge(entry: dict, more: dict) -> None:
 
 
 def _publish(config: JarvisConfig, definitions: dg.Definitions,
-             instance: dg.DagsterInstance) -> dict:
+             instance: dg.DagsterInstance, refreshed: Iterable[str]) -> dict:
+    """The publish run, told which sources ran (``REFRESHED_TAG``)."""
     result = definitions.resolve_job_def("publish_serving").execute_in_process(
-        instance=instance, raise_on_error=False, run_config=_QUIET, tags=process_tags())
+        instance=instance, raise_on_error=False, run_config=_QUIET,
+        tags={**process_tags(), REFRESHED_TAG: ",".join(sorted(refreshed))})
     summary = _summarize(result)
     _notify_failure(config, result, summary)
     return summary

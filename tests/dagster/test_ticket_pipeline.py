@@ -14,10 +14,11 @@ import pytest
 import yaml
 
 from jarvis_core.config import load_config
+from jarvis_core.pending import pending_sources
 from jarvis_core.stores.vectors.filters import VectorFilter
 from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
-from tests.pipeline_helpers import PROJECT_ROOT, report_check, rows
+from tests.pipeline_helpers import PROJECT_ROOT, data_copy, report_check, rows
 
 pytestmark = pytest.mark.slow
 
@@ -277,6 +278,21 @@ def test_edited_ticket_is_reprocessed_alone_and_deleted_ticket_goes_everywhere(p
         assert "tickets/LUM-12" not in {hit.path for hit in hits}
     finally:
         knowledge.close()
+
+
+def test_a_source_whose_settings_moved_still_runs_after_a_refresh_of_another(project,
+                                                                            tmp_path):
+    """`jarvis refresh --source notes` publishes; the jira export moved meanwhile (the same
+    files elsewhere) keeps its earlier fingerprint in that version, so it runs next."""
+    config = data_copy(project["config"], tmp_path / "copy")
+    shutil.copytree(project["root"] / "tickets" / "jira", tmp_path / "jira")
+    settings = yaml.safe_load(config.config_path.read_text())
+    settings["tickets"]["jira"] = str(tmp_path / "jira")
+    config.config_path.write_text(yaml.safe_dump(settings))
+    config = load_config(config.config_path)
+    assert pending_sources(config) == {"jira": "its settings or Jarvis's layers changed"}
+    assert run_refresh(config, only=["notes"])["ok"]
+    assert pending_sources(config) == {"jira": "its settings or Jarvis's layers changed"}
 
 
 def test_a_ticket_set_dropped_from_the_configuration_is_purged(project):

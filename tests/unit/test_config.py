@@ -108,3 +108,18 @@ def test_a_source_reruns_when_its_own_or_the_shared_settings_move_not_another_s(
     chunked = source_fingerprints(write_config(tmp_path / "chunked", {"a": tmp_path / "a"},
                                                chunking={"max_tokens": 128}))
     assert chunked["a"] != one["a"]
+
+
+def test_a_refresh_of_some_sources_records_the_earlier_fingerprints_of_the_others(tmp_path):
+    from jarvis_core.pending import published_fingerprints, source_fingerprints
+
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+    config = write_config(tmp_path / "p", {name: tmp_path / name for name in ("a", "b", "c")})
+    current = source_fingerprints(config)
+    previous = {"a": "earlier-a", "b": "earlier-b"}
+    assert published_fingerprints(config, None, previous) == current  # every source ran
+    assert published_fingerprints(config, ["a"], previous) == {"a": current["a"],
+                                                               "b": "earlier-b"}
+    # before fingerprints per source: the others are left to run
+    assert published_fingerprints(config, ["c"], "one-string") == {"c": current["c"]}
