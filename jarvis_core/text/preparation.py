@@ -11,6 +11,7 @@ itself, as it would without it, and reports why when it cannot."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,7 +31,7 @@ def needs_preparation(settings: EmbeddingSettings, cache_dir: Path) -> bool:
     from jarvis_core.text.query_model import query_model_dir
 
     backend = choose_backend(settings.backend, settings.device).backend
-    if backend == HASHED_NGRAMS:
+    if backend == HASHED_NGRAMS or not _writable(cache_dir):  # read-only: nothing to leave
         return False
     try:
         model_dir = resolve_model_dir(settings.model)
@@ -38,6 +39,13 @@ def needs_preparation(settings: EmbeddingSettings, cache_dir: Path) -> bool:
         return False
     converted = backend not in OPENVINO_BACKENDS or is_converted(model_dir, cache_dir)
     return not (converted and (query_model_dir(settings, cache_dir) / MANIFEST_NAME).is_file())
+
+
+def _writable(directory: Path) -> bool:
+    """Whether files can be made in ``directory``, or in its nearest existing parent while
+    it is still to be made."""
+    existing = next(path for path in (directory, *directory.parents) if path.exists())
+    return os.access(existing, os.W_OK)
 
 
 @contextmanager

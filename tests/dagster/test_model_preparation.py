@@ -20,12 +20,16 @@ from tests.pipeline_helpers import write_config
 MODEL = "all-MiniLM-L6-v2"
 
 
-def test_only_a_cache_without_the_conversion_or_the_export_needs_preparing(tmp_path):
+def test_only_a_writable_cache_without_the_conversion_or_the_export_needs_preparing(
+        tmp_path, monkeypatch):
     seeded = Path(os.environ[CACHE_ENV])  # the session's: converted and exported
     settings = EmbeddingSettings()  # the default model; auto: OpenVINO on this CPU
     assert not needs_preparation(settings, seeded)
     assert needs_preparation(settings, tmp_path / "empty")
     assert not needs_preparation(EmbeddingSettings(backend=HASHED_NGRAMS), tmp_path / "empty")
+    with monkeypatch.context() as read_only:  # root may write anywhere: access is faked
+        read_only.setattr(preparation.os, "access", lambda path, mode: False)
+        assert not needs_preparation(settings, tmp_path / "empty")
     for part in ("openvino", "query-model"):  # one of the two is not enough
         (tmp_path / part).mkdir()
         (tmp_path / part / part).symlink_to(seeded / part, target_is_directory=True)
