@@ -11,7 +11,7 @@ from jarvis_assets.cross_links import cross_source_links
 from jarvis_assets.embeddings import embeddings
 from jarvis_assets.graph import knowledge_graph
 from jarvis_assets.keyword_index import keyword_index
-from jarvis_core.pending import REFRESHED_TAG, published_fingerprints
+from jarvis_core.pending import published_fingerprints, refreshed_sources
 from jarvis_core.sources import registry
 from jarvis_core.stores import serving
 from jarvis_core.stores.publish import publish_version
@@ -67,10 +67,8 @@ def serving_snapshot(context: dg.AssetExecutionContext, jarvis: JarvisConfigReso
 def _fingerprints(context: dg.AssetExecutionContext, config) -> dict[str, str]:
     """The sources' settings fingerprints the version records (``published_fingerprints``):
     after `jarvis refresh --source`, the sources it did not run keep the earlier ones."""
-    refreshed = context.run.tags.get(REFRESHED_TAG)
     try:
         previous = serving.current_version(config.data_dir).manifest.get("settings")
     except serving.NotPublished:
         previous = None
-    return published_fingerprints(
-        config, refreshed.split(",") if refreshed is not None else None, previous)
+    return published_fingerprints(config, refreshed_sources(context.run.tags), previous)

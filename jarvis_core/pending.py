@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 
 import duckdb
 
@@ -33,7 +34,7 @@ _NOT_SHAPING = {"config_path", "schedules", "instance", "resources", "environmen
 LAYERS_VERSION = 3
 # On a publish run: the sources the refresh before it ran, comma-separated (`jarvis refresh`
 # sets it; a publish without it follows every source, as automation's does).
-REFRESHED_TAG = "jarvis/refreshed_sources"
+_REFRESHED_TAG = "jarvis/refreshed_sources"
 
 
 def settings_fingerprint(config: JarvisConfig) -> str:
@@ -76,6 +77,17 @@ def published_fingerprints(config: JarvisConfig, refreshed: list[str] | None,
     kept = previous if isinstance(previous, dict) else {}
     return {source: current[source] if source in refreshed else kept[source]
             for source in current if source in refreshed or source in kept}
+
+
+def refreshed_tags(sources: Iterable[str]) -> dict[str, str]:
+    """The tag a publish run carries when it follows a run of ``sources`` only."""
+    return {_REFRESHED_TAG: ",".join(sorted(sources))}
+
+
+def refreshed_sources(tags: Mapping[str, str]) -> list[str] | None:
+    """The sources a publish run's ``refreshed_tags`` name; None: it follows every source."""
+    tag = tags.get(_REFRESHED_TAG)
+    return tag.split(",") if tag is not None else None
 
 
 def _digest(value: dict) -> str:

@@ -20,7 +20,7 @@ import duckdb
 from jarvis_core.config import JarvisConfig
 from jarvis_core.embedding_backends import choose_backend
 from jarvis_core.notifications import notify
-from jarvis_core.pending import REFRESHED_TAG, pending_sources
+from jarvis_core.pending import pending_sources, refreshed_tags
 from jarvis_core.sources import registry
 from jarvis_core.sources.kind import SourceKind
 from jarvis_core.stores import serving
@@ -200,10 +200,10 @@ def _merge(entry: dict, more: dict) -> None:
 
 def _publish(config: JarvisConfig, definitions: dg.Definitions,
              instance: dg.DagsterInstance, refreshed: Iterable[str]) -> dict:
-    """The publish run, told which sources ran (``REFRESHED_TAG``)."""
+    """The publish run, told which sources ran (``refreshed_tags``)."""
     result = definitions.resolve_job_def("publish_serving").execute_in_process(
         instance=instance, raise_on_error=False, run_config=_QUIET,
-        tags={**process_tags(), REFRESHED_TAG: ",".join(sorted(refreshed))})
+        tags={**process_tags(), **refreshed_tags(refreshed)})
     summary = _summarize(result)
     _notify_failure(config, result, summary)
     return summary
