@@ -48,6 +48,7 @@ WEIGHTS = {"semantic": 0.5, "graph": 0.25, "centrality": 0.15, "recency": 0.1}
 HIT_CHUNKS = 50
 RECENCY_HALF_LIFE_DAYS = 90
 DEFAULT_MAX_TOKENS = 6500
+CUT_MARK = " …\n"  # ends a block cut at the budget
 CHUNKS_PER_SOURCE = 2
 
 
@@ -267,17 +268,18 @@ def _context_block(query: str, sources: list[dict], subgraph: dict, counter: Tok
     if relations:
         blocks.append("Relationships:\n" + "\n".join(relations) + "\n")
     # WordPiece splits at whitespace, so the tokens of blocks joined by newlines add up; the
-    # model's two special tokens are counted once.
-    sizes = [count - 2 for count in counter.count([header, *blocks])]
-    text, used, truncated = header, 2 + sizes[0], False
-    for block, size in zip(blocks, sizes[1:], strict=True):
-        if used + size <= max_tokens:
-            text, used = f"{text}\n{block}", used + size
+    # model's two special tokens are counted once. Only as much of a block is tokenized as
+    # the budget could take (the relationships alone can be five times the budget).
+    text, used, truncated = header, counter.count([header])[0], False
+    for block in blocks:
+        spans = counter.leading_spans(block, max_tokens - used + 1)
+        if used + len(spans) <= max_tokens:
+            text, used = f"{text}\n{block}", used + len(spans)
             continue
         truncated = True
         room = max_tokens - used - 3  # the "…" that marks the cut
         if room > 20:
-            cut = f"{block[:counter.offsets(block)[room - 1][1]]} …\n"
-            text, used = f"{text}\n{cut}", used + counter.count([cut])[0] - 2
+            text = f"{text}\n{block[:spans[room - 1][1]]}{CUT_MARK}"
+            used += room + counter.count([CUT_MARK])[0] - 2
         break
     return text, used, truncated

@@ -16,6 +16,7 @@ from pathlib import Path
 
 BUNDLED_MODEL_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
 COUNT_BATCH = 1000  # texts tokenized at once by TokenCounter.count
+PREFIX_CHARS_PER_TOKEN = 6  # a first guess at the prefix of a text that holds so many tokens
 
 
 class ModelNotFoundError(RuntimeError):
@@ -100,6 +101,22 @@ class TokenCounter:
         encoding = _tokenizer(self.model_dir).encode(text)
         return [span for span, special in zip(encoding.offsets, encoding.special_tokens_mask)
                 if not special]
+
+    def leading_spans(self, text: str, limit: int) -> list[tuple[int, int]]:
+        """The spans of the first ``limit`` tokens of ``text`` (all of them when it has no
+        more), tokenizing a prefix that ends at whitespace, grown until it holds them: no
+        token crosses whitespace, so its tokens are the text's first ones. A 30k-token text
+        cut at a 6k-token budget is tokenized to about 6k tokens instead of 30k."""
+        end = limit * PREFIX_CHARS_PER_TOKEN
+        while True:
+            cut = len(text) if end >= len(text) else max(
+                text.rfind(" ", 0, end), text.rfind("\n", 0, end))
+            if cut <= 0:  # no whitespace in reach: the whole text
+                cut = len(text)
+            spans = self.offsets(text[:cut])
+            if len(spans) >= limit or cut == len(text):
+                return spans[:limit]
+            end *= 2
 
 
 @lru_cache(maxsize=4)

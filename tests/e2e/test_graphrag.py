@@ -5,8 +5,8 @@ subgraph, evidence, the token budget, a missing graph, and argument errors."""
 import pytest
 
 from jarvis_core.stores import serving
-from jarvis_core.text.tokens import token_counter
-from jarvis_query.graphrag import WEIGHTS
+from jarvis_core.text.tokens import TokenCounter, token_counter
+from jarvis_query.graphrag import WEIGHTS, _context_block
 from jarvis_query.knowledge_base import KnowledgeBase, QueryError
 from tests.pipeline_helpers import copy_data, write_config
 
@@ -63,6 +63,29 @@ def test_context_block_fits_the_token_budget(kb, pack, published_sample):
     assert counter.count([small["context"]])[0] == small["tokens"]
     deeper = kb.search_graphrag("how does Lumen alerting work", limit=6, depth=2)
     assert len(deeper["subgraph"]["nodes"]) >= len(pack["subgraph"]["nodes"])
+
+
+def test_a_context_block_tokenizes_little_more_than_its_budget(monkeypatch):
+    """Relationships five times the budget: the block is exact, and what is tokenized to make
+    it is about the budget, not everything offered."""
+    counter = token_counter("all-MiniLM-L6-v2")
+    sources = [{"rank": rank, "title": f"Note {rank}", "vault": "v", "path": f"n{rank}.md",
+                "score": 0.5, "text": "The rain gauge at the ridge station was recalibrated."}
+               for rank in range(1, 4)]
+    edges = [{"src": f"n{i}", "relation": "LINKS_TO", "dst": f"n{i + 1}",
+              "evidence_text": f"See [[n{i + 1}]] for the calibration log of station {i}."}
+             for i in range(3000)]
+    tokenized = []
+    for method in ("count", "offsets"):
+        original = getattr(TokenCounter, method)
+        monkeypatch.setattr(TokenCounter, method, lambda self, texts, original=original: (
+            tokenized.append(len("".join(texts))) or original(self, texts)))
+    text, tokens, truncated = _context_block("gauge", sources, {"nodes": [], "edges": edges},
+                                             counter, 2000)
+    monkeypatch.undo()
+    offered = sum(len(edge["evidence_text"]) for edge in edges)
+    assert truncated and tokens == counter.count([text])[0] <= 2000
+    assert sum(tokenized) < 3 * len(text) < offered
 
 
 @pytest.mark.slow

@@ -373,3 +373,23 @@ def test_a_large_note_is_tokenized_a_few_times_over_not_once_per_candidate(count
     chunks = chunk(body, _CountingCounter(counter.model_dir, counter.max_tokens))
     assert _CountingCounter.tokenized < 5 * len(body)
     assert_valid_chunks(chunks, body, counter)
+
+
+def test_leading_spans_are_the_first_tokens_read_from_a_prefix(counter, monkeypatch):
+    """A long text's first tokens come from a prefix cut at whitespace, grown while it holds
+    too few (long single-token words here), never from the whole text."""
+    text = "\n".join(f"- gauge {i} understanding the station's reading of 3.{i} mm"
+                     for i in range(3000))
+    whole = counter.offsets(text)
+    tokenized = []
+    offsets = TokenCounter.offsets
+    monkeypatch.setattr(TokenCounter, "offsets",
+                        lambda self, part: tokenized.append(len(part)) or offsets(self, part))
+    for limit in (1, 25, 6500):
+        assert counter.leading_spans(text, limit) == whole[:limit]
+    assert max(tokenized) < len(text) / 4
+    words = " ".join(["understanding"] * 2000)  # a token of 13 characters: prefixes grow
+    every = offsets(counter, words)
+    for limit in range(1, 40):  # and a cut within a word would end in a piece of it
+        assert counter.leading_spans(words, limit) == every[:limit]
+    assert counter.leading_spans("a few words", 100) == offsets(counter, "a few words")
