@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from jarvis_bench.synthetic_graph import bench_neighbourhood, synthetic_graph
+from jarvis_core.stores.graph import cached as cached_module
 from jarvis_core.stores.graph.base import (
     GraphNodeNotFound,
     GraphStore,
@@ -566,6 +567,30 @@ def test_the_cached_copy_matches_sqlite_on_a_generated_vault(tmp_path):
             assert report["p50_ms"] > 0 and report["queries"] == len(centers)
     kinds = Counter(n.type for n in nodes)
     assert kinds["note"] == 400 and kinds["tag"] == 20 and kinds["link"] > 0
+
+
+def test_the_cached_copy_reads_an_edge_once_and_keeps_at_most_its_bound(tmp_path, monkeypatch):
+    nodes, edges = synthetic_graph(400, seed=3, links_per_note=4, tags=20)
+    read: list[int] = []
+    by_rowid = SqliteGraphStore._edges_by_rowid
+    with SqliteGraphStore(tmp_path / "graph.sqlite") as store:
+        store.apply([], nodes, edges)
+        store.publish_copy(tmp_path / "published.sqlite")
+        centers = random.Random(5).sample([n.key for n in nodes], 15)
+        expected = [store.neighbourhood(center, 2) for center in centers]
+    monkeypatch.setattr(SqliteGraphStore, "_edges_by_rowid", staticmethod(
+        lambda conn, rowids: by_rowid(conn, read.extend(rowids := list(rowids)) or rowids)))
+    with CachedGraphStore(tmp_path / "published.sqlite") as cached:
+        assert [cached.neighbourhood(center, 2) for center in centers] == expected
+        assert len(read) == len(set(read)) and read
+        first = len(read)
+        assert [cached.neighbourhood(center, 2) for center in centers] == expected
+        assert len(read) == first  # every edge came from the cache
+    monkeypatch.setattr(cached_module, "EDGES_KEPT", 50)
+    with CachedGraphStore(tmp_path / "published.sqlite") as cached:
+        for _ in range(2):
+            assert [cached.neighbourhood(center, 2) for center in centers] == expected
+            assert len(cached._edges_read) <= 50
 
 
 def test_open_read_only_needs_an_existing_file(tmp_path):

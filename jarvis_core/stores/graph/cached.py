@@ -5,21 +5,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from jarvis_core.stores.graph.elements import Edge, Node
-
-if TYPE_CHECKING:
-    pass
 from jarvis_core.stores.graph.base import (
     GraphNodeNotFound,
     GraphStore,
     GraphStoreReadOnly,
     NodeView,
     Subgraph,
+    edge_order,
 )
+from jarvis_core.stores.graph.elements import Edge, Node
 from jarvis_core.stores.graph.sqlite import (
     IN_JSON,
     NODE_COLUMNS,
@@ -27,6 +24,9 @@ from jarvis_core.stores.graph.sqlite import (
     json_list,
     nodes_from_rows,
 )
+
+# Edges kept once read (a few hundred bytes each: ends, relation, evidence ids and line).
+EDGES_KEPT = 30_000
 
 
 class CachedGraphStore(GraphStore):
@@ -37,9 +37,9 @@ class CachedGraphStore(GraphStore):
     ranking run over integer ids (numbered in (type, key) order, so ranking is a plain sort)
     in compressed sparse rows (numpy arrays: a node's neighbours, and its outgoing edges'
     targets, rows and relations, are slices), and only the kept edges are read from the file;
-    nodes are read once and kept (tags of the notes in reach come from the same cache). The
-    copy never changes, so the cache never goes stale. Memory: about 40 bytes per edge of
-    topology, plus the node keys and the nodes read so far."""
+    nodes are read once and kept (tags of the notes in reach come from the same cache), and so
+    are edges, up to ``EDGES_KEPT``. The copy never changes, so the caches never go stale.
+    Memory: about 40 bytes per edge of topology, plus the node keys and what was read."""
 
     def __init__(self, path: Path) -> None:
         self._store = SqliteGraphStore.open_read_only(path, immutable=True)
@@ -78,6 +78,8 @@ class CachedGraphStore(GraphStore):
                                  (pairs % max(nodes, 1)).astype(np.int32))
         self._views: dict[int, NodeView] = {}  # nodes read so far; the copy never changes
         self._views_lock = threading.Lock()
+        self._edges_read: dict[int, Edge] = {}  # by rowid, at most EDGES_KEPT
+        self._edges_lock = threading.Lock()
 
     @property
     def path(self) -> Path:
@@ -110,11 +112,29 @@ class CachedGraphStore(GraphStore):
         member_ids = np.flatnonzero(members).astype(np.int32)
         targets, rowids, _ = self._out.gather(member_ids)
         views = self._node_views(set(member_ids.tolist()))
-        with self._store._reading() as conn:
-            edges = self._store._edges_by_rowid(conn, rowids[members[targets]].tolist())
+        edges = self._edges(rowids[members[targets]].tolist())
         nodes = [NodeView(view.key, view.type, view.title, view.source, view.properties,
                           distance) for node, distance in kept for view in (views[node],)]
         return Subgraph(center, depth, tuple(nodes), tuple(edges), reached > limit)
+
+    def _edges(self, rowids: list[int]) -> list[Edge]:
+        """The edges of ``rowids`` in edge order, read from the file only when not read
+        before: neighbourhoods overlap (GraphRAG walks ten seeds' at once, an assistant's next
+        question mostly the same notes). At most ``EDGES_KEPT`` are kept; full, they are all
+        dropped and kept again as read."""
+        with self._edges_lock:
+            found = {rowid: edge for rowid in rowids
+                     if (edge := self._edges_read.get(rowid)) is not None}
+            if len(found) < len(rowids):
+                with self._store._reading() as conn:
+                    read = self._store._edges_by_rowid(
+                        conn, [rowid for rowid in rowids if rowid not in found])
+                found.update(read)
+                if len(self._edges_read) + len(read) > EDGES_KEPT:
+                    self._edges_read.clear()
+                if len(read) <= EDGES_KEPT:
+                    self._edges_read.update(read)
+        return sorted(found.values(), key=edge_order)
 
     def node(self, key: str) -> NodeView | None:
         return self._store.node(key)

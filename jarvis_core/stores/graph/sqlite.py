@@ -116,12 +116,10 @@ def nodes_from_rows(rows: list[Sequence]) -> list[NodeView]:
 
 def _edges_from_rows(rows: list[Sequence]) -> list[Edge]:
     evidence = _json_texts([row[7] for row in rows])
-    edges = [Edge(src, dst, relation, confidence, extractor, origin, source, tuple(chunks),
-                  text, weight)
-             for (src, dst, relation, confidence, extractor, origin, source, _, text, weight),
-             chunks in zip(rows, evidence)]
-    edges.sort(key=edge_order)
-    return edges
+    return [Edge(src, dst, relation, confidence, extractor, origin, source, tuple(chunks),
+                 text, weight)
+            for (src, dst, relation, confidence, extractor, origin, source, _, text, weight),
+            chunks in zip(rows, evidence)]
 
 
 # What files this process checked and then closed looked like after closing them. One that
@@ -326,13 +324,15 @@ class SqliteGraphStore(GraphStore):
             conn.execute(_KEEP_NEAREST, (limit,))
             nodes = nodes_from_rows(conn.execute(_KEPT_NODES).fetchall())
             edges = self._edges_by_rowid(conn, (r for (r,) in conn.execute(_KEPT_EDGE_ROWIDS)))
-        return Subgraph(center, depth, tuple(nodes), tuple(edges), reached > limit)
+        return Subgraph(center, depth, tuple(nodes),
+                        tuple(sorted(edges.values(), key=edge_order)), reached > limit)
 
     @staticmethod
-    def _edges_by_rowid(conn: sqlite3.Connection, rowids: Iterable[int]) -> list[Edge]:
-        return _edges_from_rows(conn.execute(
-            f"SELECT {_EDGE_COLUMNS} FROM edges WHERE rowid IN {IN_JSON}",
-            (json_list(rowids),)).fetchall())
+    def _edges_by_rowid(conn: sqlite3.Connection, rowids: Iterable[int]) -> dict[int, Edge]:
+        rows = conn.execute(f"SELECT rowid, {_EDGE_COLUMNS} FROM edges WHERE rowid IN {IN_JSON}",
+                            (json_list(rowids),)).fetchall()
+        return dict(zip([row[0] for row in rows], _edges_from_rows([row[1:] for row in rows]),
+                        strict=True))
 
     def targets(self, sources: Iterable[str], relation: str) -> dict[str, list[NodeView]]:
         found: dict[str, list[NodeView]] = defaultdict(list)
