@@ -47,6 +47,10 @@ from jarvis_core.settings import (
 from jarvis_core.sources import registry
 from jarvis_core.sources.kind import SourceKind
 
+# libyaml's loader where PyYAML has it: a tenth of the pure-Python one's time, and every run
+# of a refresh reads the file again.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class JarvisConfig(AssistantSections):
     """The whole validated configuration; paths are absolute. ``sources`` holds every
@@ -180,7 +184,7 @@ def load_config(path: str | os.PathLike | None = None) -> JarvisConfig:
     """Read, expand and validate the configuration file; raise ConfigError on any problem."""
     config_path = find_config_path(path)
     try:
-        raw = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+        raw = yaml.load(config_path.read_text(encoding="utf-8"), Loader=_YAML_LOADER) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{config_path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
