@@ -27,18 +27,25 @@ from jarvis_core.text.tokens import ModelNotFoundError, resolve_model_dir
 def needs_preparation(settings: EmbeddingSettings, cache_dir: Path) -> bool:
     """Whether the cache lacks the conversion (for an OpenVINO backend) or the query model
     of the configured model: a first refresh on this machine, or a new model."""
-    from jarvis_core.text.openvino_backend import is_converted
     from jarvis_core.text.query_model import query_model_dir
 
     backend = choose_backend(settings.backend, settings.device).backend
     if backend == HASHED_NGRAMS or not _writable(cache_dir):  # read-only: nothing to leave
         return False
     try:
-        model_dir = resolve_model_dir(settings.model)
+        converted = _converted(settings, cache_dir)
     except ModelNotFoundError:  # the refresh says so itself
         return False
-    converted = backend not in OPENVINO_BACKENDS or is_converted(model_dir, cache_dir)
     return not (converted and (query_model_dir(settings, cache_dir) / MANIFEST_NAME).is_file())
+
+
+def _converted(settings: EmbeddingSettings, cache_dir: Path) -> bool:
+    """Whether the embedder finds what it computes with: the conversion, for OpenVINO."""
+    from jarvis_core.text.openvino_backend import is_converted
+
+    backend = choose_backend(settings.backend, settings.device).backend
+    return (backend not in OPENVINO_BACKENDS
+            or is_converted(resolve_model_dir(settings.model), cache_dir))
 
 
 def _writable(directory: Path) -> bool:
@@ -49,16 +56,17 @@ def _writable(directory: Path) -> bool:
 
 
 @contextmanager
-def prepared_beside(settings: EmbeddingSettings, cache_dir: Path) -> Iterator[None]:
+def prepared_beside(settings: EmbeddingSettings, cache_dir: Path) -> Iterator[bool]:
     """The preparation running beside the block when the cache needs it, waited for when
     the block ends (interrupted, it is interrupted with it: one process group). Its output
-    is dropped: whatever fails in it fails again, reported, in the refresh."""
+    is dropped: whatever fails in it fails again, reported, in the refresh. Yields whether
+    it converts the model, which the block's embeddings then wait for."""
     process = None
     if needs_preparation(settings, cache_dir):
         process = subprocess.Popen(_command(settings, cache_dir), stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        yield
+        yield process is not None and not _converted(settings, cache_dir)
     finally:
         if process is not None:
             process.wait()

@@ -13,6 +13,7 @@ from jarvis_core.settings import CACHE_ENV, EmbeddingSettings
 from jarvis_core.text import export, preparation
 from jarvis_core.text.export import FORMAT_VERSION, export_query_model
 from jarvis_core.text.preparation import needs_preparation
+from jarvis_pipeline import refresh
 from jarvis_pipeline.refresh import run_refresh
 from tests.dagster.sensor_helpers import make_vault
 from tests.pipeline_helpers import write_config
@@ -46,6 +47,23 @@ def test_a_refresh_starts_the_preparation_and_waits_for_it(tmp_path, monkeypatch
                           embedding={"backend": HASHED_NGRAMS})  # the refresh is not the point
     assert run_refresh(config)["ok"]
     assert prepared.exists()
+
+
+def test_while_the_model_is_converted_the_embeddings_run_after_the_other_layers(
+        tmp_path, monkeypatch):
+    """They would wait for the conversion: the other layers of every source run meanwhile."""
+    monkeypatch.setattr(preparation, "needs_preparation", lambda settings, cache_dir: True)
+    monkeypatch.setattr(preparation, "_converted", lambda settings, cache_dir: False)
+    monkeypatch.setattr(preparation, "_command",
+                        lambda settings, cache_dir: [sys.executable, "-c", "pass"])
+    jobs = []
+    run_source_job = refresh.run_source_job
+    monkeypatch.setattr(refresh, "run_source_job", lambda *args: (
+        jobs.append(args[3]) or run_source_job(*args)))
+    config = write_config(tmp_path / "project", {"notes": make_vault(tmp_path / "vault")},
+                          embedding={"backend": HASHED_NGRAMS})
+    assert run_refresh(config)["ok"]
+    assert jobs[1:] == ["index_sources", "embed_sources"]
 
 
 def test_exports_started_together_export_once(tmp_path, monkeypatch):
