@@ -27,25 +27,25 @@ from jarvis_core.text.tokens import ModelNotFoundError, resolve_model_dir
 def needs_preparation(settings: EmbeddingSettings, cache_dir: Path) -> bool:
     """Whether the cache lacks the conversion (for an OpenVINO backend) or the query model
     of the configured model: a first refresh on this machine, or a new model."""
+    return any(_lacking(settings, cache_dir))
+
+
+def _lacking(settings: EmbeddingSettings, cache_dir: Path) -> tuple[bool, bool]:
+    """(the conversion, the query model): what the cache lacks of the configured model's and
+    the preparation could leave there; neither where it could not (a read-only cache, the
+    hashed stand-in, a model not on this machine, which the refresh reports itself)."""
+    from jarvis_core.text.openvino_backend import is_converted
     from jarvis_core.text.query_model import query_model_dir
 
     backend = choose_backend(settings.backend, settings.device).backend
-    if backend == HASHED_NGRAMS or not _writable(cache_dir):  # read-only: nothing to leave
-        return False
+    if backend == HASHED_NGRAMS or not _writable(cache_dir):
+        return False, False
     try:
-        converted = _converted(settings, cache_dir)
-    except ModelNotFoundError:  # the refresh says so itself
-        return False
-    return not (converted and (query_model_dir(settings, cache_dir) / MANIFEST_NAME).is_file())
-
-
-def _converted(settings: EmbeddingSettings, cache_dir: Path) -> bool:
-    """Whether the embedder finds what it computes with: the conversion, for OpenVINO."""
-    from jarvis_core.text.openvino_backend import is_converted
-
-    backend = choose_backend(settings.backend, settings.device).backend
-    return (backend not in OPENVINO_BACKENDS
-            or is_converted(resolve_model_dir(settings.model), cache_dir))
+        model_dir = resolve_model_dir(settings.model)
+    except ModelNotFoundError:
+        return False, False
+    return (backend in OPENVINO_BACKENDS and not is_converted(model_dir, cache_dir),
+            not (query_model_dir(settings, cache_dir) / MANIFEST_NAME).is_file())
 
 
 def _writable(directory: Path) -> bool:
@@ -61,12 +61,12 @@ def prepared_beside(settings: EmbeddingSettings, cache_dir: Path) -> Iterator[bo
     the block ends (interrupted, it is interrupted with it: one process group). Its output
     is dropped: whatever fails in it fails again, reported, in the refresh. Yields whether
     it converts the model, which the block's embeddings then wait for."""
-    process = None
-    if needs_preparation(settings, cache_dir):
+    process, (conversion, query_model) = None, _lacking(settings, cache_dir)
+    if conversion or query_model:
         process = subprocess.Popen(_command(settings, cache_dir), stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        yield process is not None and not _converted(settings, cache_dir)
+        yield conversion
     finally:
         if process is not None:
             process.wait()

@@ -39,7 +39,7 @@ def test_only_a_writable_cache_without_the_conversion_or_the_export_needs_prepar
 
 def test_a_refresh_starts_the_preparation_and_waits_for_it(tmp_path, monkeypatch):
     prepared = tmp_path / "prepared"
-    monkeypatch.setattr(preparation, "needs_preparation", lambda settings, cache_dir: True)
+    monkeypatch.setattr(preparation, "_lacking", lambda settings, cache_dir: (False, True))
     monkeypatch.setattr(preparation, "_command", lambda settings, cache_dir: [
         sys.executable, "-c",
         f"import pathlib, time; time.sleep(3); pathlib.Path({str(prepared)!r}).touch()"])
@@ -52,8 +52,7 @@ def test_a_refresh_starts_the_preparation_and_waits_for_it(tmp_path, monkeypatch
 def test_while_the_model_is_converted_the_embeddings_run_after_the_other_layers(
         tmp_path, monkeypatch):
     """They would wait for the conversion: the other layers of every source run meanwhile."""
-    monkeypatch.setattr(preparation, "needs_preparation", lambda settings, cache_dir: True)
-    monkeypatch.setattr(preparation, "_converted", lambda settings, cache_dir: False)
+    monkeypatch.setattr(preparation, "_lacking", lambda settings, cache_dir: (True, False))
     monkeypatch.setattr(preparation, "_command",
                         lambda settings, cache_dir: [sys.executable, "-c", "pass"])
     jobs = []
