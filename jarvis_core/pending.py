@@ -58,10 +58,14 @@ def settings_fingerprint(config: JarvisConfig) -> str:
 
 def source_fingerprints(config: JarvisConfig) -> dict[str, str]:
     """Source -> what shapes its layers: ``settings_fingerprint``, its own settings and its
-    kind. A published version keeps them; a source whose fingerprint moved runs again."""
+    kind. A published version keeps them; a source whose fingerprint moved runs again. Where
+    the source is read (its ``path``) is left out: what is read there is compared with the
+    published version by content (``change_reason``: paths relative to it and hashes, a
+    repository's head), so a moved project or folder runs only what differs in it."""
     shared = settings_fingerprint(config)
     return {name: _digest({"shared": shared, "kind": config.source_kind(name),
-                           "source": config.sources[name].model_dump(mode="json")})
+                           "source": config.sources[name].model_dump(
+                               mode="json", exclude={"path"})})
             for name in config.source_names}
 
 

@@ -122,7 +122,8 @@ def published_sample(tmp_path_factory) -> JarvisConfig:
 @pytest.fixture
 def sample_copy(published_sample, tmp_path) -> JarvisConfig:
     """A private copy of the published sample, free to edit and refresh (a copy, not a
-    refresh: its next refresh runs the sample again, its vault being elsewhere)."""
+    refresh: its vault elsewhere holds what is published, so its next refresh runs only
+    what a test changed)."""
     return private_copy(published_sample, tmp_path)
 
 
@@ -133,9 +134,7 @@ def published_project(tmp_path_factory) -> JarvisConfig:
     and workspace.yaml, the sample data and ``.venv`` (links to this checkout's and to this
     interpreter's), the stores in ``.jarvis``. Tests query it and run the documented
     commands in it (a refresh with nothing to do, tokens, the access log); a test that
-    changes a source or what is published must not use it (a copy would not do either: the
-    configuration's fingerprint holds absolute paths, so a moved project refreshes every
-    source)."""
+    changes a source or what is published must not use it."""
     def lay_out(root):
         project = root / "project"
         project.mkdir(parents=True)

@@ -282,12 +282,12 @@ def test_edited_ticket_is_reprocessed_alone_and_deleted_ticket_goes_everywhere(p
 
 def test_a_source_whose_settings_moved_still_runs_after_a_refresh_of_another(project,
                                                                             tmp_path):
-    """`jarvis refresh --source notes` publishes; the jira export moved meanwhile (the same
-    files elsewhere) keeps its earlier fingerprint in that version, so it runs next."""
+    """`jarvis refresh --source notes` publishes; the jira export's entry changed meanwhile
+    (its format named instead of detected) keeps its earlier fingerprint in that version, so
+    it runs next."""
     config = data_copy(project["config"], tmp_path / "copy")
-    shutil.copytree(project["root"] / "tickets" / "jira", tmp_path / "jira")
     settings = yaml.safe_load(config.config_path.read_text())
-    settings["tickets"]["jira"] = str(tmp_path / "jira")
+    settings["tickets"]["jira"] = {"path": settings["tickets"]["jira"], "format": "jira"}
     config.config_path.write_text(yaml.safe_dump(settings))
     config = load_config(config.config_path)
     assert pending_sources(config) == {"jira": "its settings or Jarvis's layers changed"}

@@ -1,6 +1,7 @@
 """Configuration: sources by name, one data directory, clear errors for bad input."""
 
 import pytest
+import yaml
 
 from jarvis_core.config import ConfigError, load_config
 from tests.pipeline_helpers import PROJECT_ROOT, write_config
@@ -91,8 +92,9 @@ def test_the_memory_budget_never_reruns_a_source(tmp_path):
 
 def test_a_source_reruns_when_its_own_or_the_shared_settings_move_not_another_s(tmp_path):
     """Each published version keeps a fingerprint per source: adding a source, changing
-    another's settings, or what only the query side reads (profiles, memory, audit) leaves
-    a source's as it was; its own settings and the layers' shared ones do not."""
+    another's settings, what only the query side reads (profiles, memory, audit) or where
+    the source is (its content is compared instead) leaves a source's as it was; its own
+    settings and the layers' shared ones do not."""
     from jarvis_core.pending import source_fingerprints
 
     for name in ("a", "b", "c"):
@@ -104,7 +106,12 @@ def test_a_source_reruns_when_its_own_or_the_shared_settings_move_not_another_s(
     assert two["a"] == one["a"] and set(two) == {"a", "b"}
     moved = source_fingerprints(write_config(tmp_path / "moved", {"a": tmp_path / "c",
                                                                    "b": tmp_path / "b"}))
-    assert moved["a"] != one["a"] and moved["b"] == two["b"]
+    assert moved == two
+    excluding = tmp_path / "excluding" / "jarvis.yaml"
+    excluding.parent.mkdir()
+    excluding.write_text(yaml.safe_dump({"vaults": {"a": {
+        "path": str(tmp_path / "a"), "exclude": ["drafts/**"]}}}))
+    assert source_fingerprints(load_config(excluding))["a"] != one["a"]
     chunked = source_fingerprints(write_config(tmp_path / "chunked", {"a": tmp_path / "a"},
                                                chunking={"max_tokens": 128}))
     assert chunked["a"] != one["a"]
