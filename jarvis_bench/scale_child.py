@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from jarvis_core.config import load_config
+from jarvis_core.garbage_collection import collect_less_often
 
 TICK_SECONDS = 0.025
 QUERIES = 100
@@ -213,6 +214,7 @@ def warm_latencies(config_path: Path, bundles: int, seed: int = 5) -> dict:
 
 
 def main(argv: list[str]) -> None:
+    collect_less_often()  # as the `jarvis` command does
     mode, config_path, *rest = argv
     if mode == "refresh":
         result = measured_refresh(Path(config_path))

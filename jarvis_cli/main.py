@@ -17,6 +17,7 @@ from jarvis_cli.bench import bench, evaluate
 from jarvis_cli.common import CliContext, JarvisGroup
 from jarvis_cli.pipeline import PIPELINE_COMMANDS
 from jarvis_cli.queries import QUERY_COMMANDS
+from jarvis_core.garbage_collection import collect_less_often
 
 
 @click.group(cls=JarvisGroup)
@@ -28,6 +29,7 @@ from jarvis_cli.queries import QUERY_COMMANDS
 def cli(ctx: click.Context, config_file: str | None, debug: bool) -> None:
     """Jarvis: your notes, code and tickets as a searchable, linked knowledge base."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    collect_less_often()
     ctx.obj = CliContext(config_file)
 
 

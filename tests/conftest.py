@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from jarvis_core.config import JarvisConfig, load_config
+from jarvis_core.garbage_collection import collect_less_often
 from jarvis_core.settings import CACHE_ENV, MODEL_CACHE_PARTS
 from tests import postgres_server as postgres_server_module
 from tests.pipeline_helpers import PROJECT_ROOT, SAMPLE_VAULT, private_copy, write_config
@@ -43,7 +44,9 @@ def _memory_available() -> int:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     """Before the workers start (they, and every process the tests start, inherit TMPDIR);
-    a TMPDIR or --basetemp given is kept."""
+    a TMPDIR or --basetemp given is kept. Each process collects garbage as the `jarvis`
+    command does: the tests run refreshes and queries in process."""
+    collect_less_often()
     if "TMPDIR" in os.environ or config.option.basetemp or hasattr(config, "workerinput"):
         return
     try:
