@@ -59,14 +59,19 @@ def settings_fingerprint(config: JarvisConfig) -> str:
 def source_fingerprints(config: JarvisConfig) -> dict[str, str]:
     """Source -> what shapes its layers: ``settings_fingerprint``, its own settings and its
     kind. A published version keeps them; a source whose fingerprint moved runs again. Where
-    the source is read (its ``path``) is left out: what is read there is compared with the
+    the source is read (``_LOCATION``) is left out: what is read there is compared with the
     published version by content (``change_reason``: paths relative to it and hashes, a
-    repository's head), so a moved project or folder runs only what differs in it."""
+    repository's head), so a moved project, folder or remote runs only what differs."""
     shared = settings_fingerprint(config)
     return {name: _digest({"shared": shared, "kind": config.source_kind(name),
                            "source": config.sources[name].model_dump(
-                               mode="json", exclude={"path"})})
+                               mode="json", exclude=_LOCATION)})
             for name in config.source_names}
+
+
+# A source's folder or export file, a repository's local clone or remote (a mirror follows
+# its configured url at each fetch: jarvis_core/sources/repo/git.py).
+_LOCATION = {"path", "url"}
 
 
 def published_fingerprints(config: JarvisConfig, refreshed: list[str] | None,

@@ -107,6 +107,9 @@ def test_a_source_reruns_when_its_own_or_the_shared_settings_move_not_another_s(
     moved = source_fingerprints(write_config(tmp_path / "moved", {"a": tmp_path / "c",
                                                                    "b": tmp_path / "b"}))
     assert moved == two
+    remotes = [source_fingerprints(write_config(tmp_path / f"remote-{n}", {}, repos={
+        "r": {"url": f"https://git.example/{n}/r.git"}}))["r"] for n in ("one", "two")]
+    assert remotes[0] == remotes[1]
     excluding = tmp_path / "excluding" / "jarvis.yaml"
     excluding.parent.mkdir()
     excluding.write_text(yaml.safe_dump({"vaults": {"a": {
