@@ -131,6 +131,16 @@ def sample_copy(published_sample, tmp_path) -> JarvisConfig:
 
 
 @pytest.fixture(scope="session")
+def published_documents(tmp_path_factory) -> JarvisConfig:
+    """``documents_config`` (a small vault beside the sample mailbox and Confluence space)
+    refreshed and published once per test run, shared by the workers, for tests that only
+    query it (a test that edits or refreshes it copies it first: ``documents_copy``)."""
+    from tests.query_helpers import documents_config  # MCP's client: not for unit tests
+
+    return _published_once(tmp_path_factory, "published-documents", documents_config)
+
+
+@pytest.fixture(scope="session")
 def published_project(tmp_path_factory) -> JarvisConfig:
     """The project folder as README command 1 leaves it, refreshed and published once per
     test run and shared by the workers: the shipped jarvis.yaml (all five kinds of source)

@@ -7,6 +7,7 @@ import contextlib
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -99,6 +100,20 @@ def documents_config(root: Path) -> JarvisConfig:
         "# Dedupe notes\n\nThe dedupe key decision was argued on lumen-dev; see the ADR page "
         "and LUM-4.\n")
     (vault / "Sleep.md").write_text("# Sleep\n\nEight hours, a dark room and no screens.\n")
+    return _documents_project(root, vault)
+
+
+def documents_copy(published: JarvisConfig, root: Path) -> JarvisConfig:
+    """A private copy under ``root`` of a published ``documents_config`` project: its vault
+    and its data copied, free to edit and refresh (a refresh runs only what was changed)."""
+    vault = root / "vault"
+    shutil.copytree(published.sources["notes"].path, vault, symlinks=True)
+    config = _documents_project(root, vault)
+    copy_data(published.data_dir, config.data_dir)
+    return config
+
+
+def _documents_project(root: Path, vault: Path) -> JarvisConfig:
     return write_config(root / "project", {"notes": vault},
                         mail={"lumen-mail": str(SAMPLE_MAIL)},
                         confluence={"lumen-wiki": str(SAMPLE_CONFLUENCE)})

@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from mcp import Client
 
 from jarvis_cli.main import cli
-from jarvis_pipeline.refresh import run_refresh
 from jarvis_query.knowledge_base import KnowledgeBase
 from jarvis_query.lookup import DocumentNotFound
 from jarvis_query.mcp_server import build_server
@@ -24,7 +23,6 @@ from tests.query_helpers import (
     INGEST_PAGE,
     INGEST_TITLE,
     SAMPLE_CONFLUENCE,
-    documents_config,
 )
 
 pytestmark = pytest.mark.slow
@@ -35,16 +33,9 @@ THIRD_MESSAGE = "CAK7wq2dedupe03.1010@mail.lumen.example"
 
 
 @pytest.fixture(scope="module")
-def published(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("JARVIS_HOME", "JARVIS_CONFIG", "DAGSTER_HOME"):
-            env.delenv(name, raising=False)
-        root = tmp_path_factory.mktemp("mail-pages")
-        config = documents_config(root)
-        report = run_refresh(config)
-    assert report["ok"], report
-    kb = KnowledgeBase(config)
-    yield config, kb
+def published(published_documents):
+    kb = KnowledgeBase(published_documents)
+    yield published_documents, kb
     kb.close()
 
 

@@ -29,7 +29,7 @@ from jarvis_query.reading import NoteAccessError
 from jarvis_query.snapshot import open_snapshot
 from jarvis_query.validation import QueryError
 from tests.pipeline_helpers import PROJECT_ROOT, copy_data
-from tests.query_helpers import documents_config
+from tests.query_helpers import documents_copy
 
 pytestmark = pytest.mark.slow
 
@@ -38,16 +38,15 @@ TEN_MB = 10 * 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def two_versions(tmp_path_factory):
-    """A small knowledge base published twice (the second time after a note changed), so the
-    serving folder keeps a previous version to fall back to."""
+def two_versions(published_documents, tmp_path_factory):
+    """A small knowledge base published twice (a copy of ``published_documents``, then after
+    a note changed), so the serving folder keeps a previous version to fall back to."""
     with pytest.MonkeyPatch.context() as env:
         for name in ("JARVIS_HOME", "JARVIS_CONFIG", "DAGSTER_HOME"):
             env.delenv(name, raising=False)
-        config = documents_config(tmp_path_factory.mktemp("hardening"))
-        assert run_refresh(config)["ok"]
+        config = documents_copy(published_documents, tmp_path_factory.mktemp("hardening"))
         (config.sources["notes"].path / "Sleep.md").write_text("# Sleep\n\nNine hours now.\n")
-        assert run_refresh(config)["ok"]
+        assert run_refresh(config)["reasons"] == {"notes": "notes 1 changed"}
     newest, previous = serving.published_names(config.data_dir)
     assert serving.current_name(config.data_dir) == newest
     return config, newest, previous
