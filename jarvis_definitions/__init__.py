@@ -50,6 +50,10 @@ def build_definitions(config: JarvisConfig) -> dg.Definitions:
 
 @dg.definitions
 def defs() -> dg.Definitions:
+    """What Dagster's processes load (the UI's, the daemon's and their runs'): they collect
+    garbage as `jarvis` does."""
     from jarvis_core.config import load_config
+    from jarvis_core.garbage_collection import collect_less_often
 
+    collect_less_often()
     return build_definitions(load_config())

@@ -11,6 +11,7 @@ import urllib.request
 import dagster as dg
 import pytest
 
+from jarvis_core.garbage_collection import YOUNG_COLLECTION_ALLOCATIONS
 from tests.pipeline_helpers import PROJECT_ROOT
 
 _ASSET_GRAPH_QUERY = """
@@ -20,19 +21,21 @@ _ASSET_GRAPH_QUERY = """
 
 
 _LOAD = """
-import json, sys
+import gc, json, sys
 import jarvis_definitions
 after_import = sorted(sys.modules)
 definitions = jarvis_definitions.defs()
 print(json.dumps({"after_import": after_import, "after_load": sorted(sys.modules),
-                  "assets": len(definitions.resolve_asset_graph().get_all_asset_keys())}))
+                  "assets": len(definitions.resolve_asset_graph().get_all_asset_keys()),
+                  "young_collection": gc.get_threshold()[0]}))
 """
 
 
 def test_importing_the_entry_point_does_nothing_and_loading_stays_light(sample_config,
                                                                         tmp_path):
     """Importing creates no file or folder and imports no project package; building the
-    definitions reads the configuration but imports no model or store library."""
+    definitions reads the configuration but imports no model or store library, and has the
+    process collect garbage as `jarvis` does (Dagster's processes for Jarvis's runs)."""
     workdir = tmp_path / "cwd"
     workdir.mkdir()
     env = {**os.environ, "JARVIS_CONFIG": str(sample_config.config_path),
@@ -48,6 +51,7 @@ def test_importing_the_entry_point_does_nothing_and_loading_stays_light(sample_c
     heavy = {"torch", "sentence_transformers", "transformers", "qdrant_edge", "tantivy",
              "neo4j", "igraph", "pygal"}
     assert not heavy & set(loaded["after_load"])
+    assert loaded["young_collection"] == YOUNG_COLLECTION_ALLOCATIONS
 
 
 def test_definitions_validate_and_every_sensor_says_what_it_does(sample_config):
