@@ -128,9 +128,13 @@ def keyword_hits(dataset: BeirDataset, chunks: pl.DataFrame,
         with tempfile.TemporaryDirectory(prefix="jarvis-eval-") as tmp:
             index.publish_copy(Path(tmp) / "keyword")
             searcher = KeywordSearcher(Path(tmp) / "keyword")
-            return {query_id: [(hit.chunk_id, hit.score)
+            hits = {query_id: [(hit.chunk_id, hit.score)
                                for hit in searcher.search(text, CANDIDATE_CHUNKS)]
                     for query_id, text in dataset.queries.items()}
+            # closed before its files are removed: Tantivy's reader reloads when they
+            # change, writing a lock file among them, which failed the removal
+            del searcher
+        return hits
 
 
 Ranking = dict[str, dict[str, float]]  # query id -> doc id -> score
