@@ -65,21 +65,29 @@ def data_copy(config: JarvisConfig, directory: Path) -> JarvisConfig:
     return load_config(directory / "jarvis.yaml")
 
 
-def copy_data(data_dir: Path, target: Path) -> None:
+def copy_data(data_dir: Path, target: Path, leave: tuple[str, ...] = ()) -> None:
     """A data directory copied without what other processes (the other test workers) may be
-    writing meanwhile: the readers' vector copies and the access log of their queries. Holes
-    are kept and files a version links to the model cache are linked again: a plain copy
-    writes out Edge's preallocated files and the encoder (the sample's data, 19 MB on disk,
-    took 592 MB per copy, 15 GB per test run)."""
+    writing meanwhile: the readers' vector copies and the access log of their queries; nor
+    its folders named in ``leave``. Holes are kept and files a version links to the model
+    cache are linked again where the copy is on the same file system: a plain copy writes
+    out Edge's preallocated files and the encoder (the sample's data, 19 MB on disk, took
+    592 MB per copy, 15 GB per test run)."""
+    def ignored(folder: str, names: list[str]) -> set[str]:
+        skipped = shutil.ignore_patterns(".read-copies", f"{AUDIT_FILE}*")(folder, names)
+        return skipped | (set(leave) & set(names) if Path(folder) == data_dir else set())
+
     shutil.copytree(data_dir, target, symlinks=True, copy_function=_copy_or_link,
-                    ignore=shutil.ignore_patterns(".read-copies", f"{AUDIT_FILE}*"))
+                    ignore=ignored)
 
 
 def _copy_or_link(source: str, target: str) -> None:
     if os.stat(source).st_nlink > 1:  # linked to the model cache, which nobody writes
-        os.link(source, target)
-    else:
-        copy_file(source, target)
+        try:
+            os.link(source, target)
+            return
+        except OSError:  # another file system: the checkout's data, say
+            pass
+    copy_file(source, target)
 
 
 class SourceRun:
