@@ -65,6 +65,9 @@ def data_copy(config: JarvisConfig, directory: Path) -> JarvisConfig:
     return load_config(directory / "jarvis.yaml")
 
 
+_WRITTEN_MEANWHILE = shutil.ignore_patterns(".read-copies", f"{AUDIT_FILE}*")
+
+
 def copy_data(data_dir: Path, target: Path, leave: tuple[str, ...] = ()) -> None:
     """A data directory copied without what other processes (the other test workers) may be
     writing meanwhile: the readers' vector copies and the access log of their queries; nor
@@ -73,8 +76,8 @@ def copy_data(data_dir: Path, target: Path, leave: tuple[str, ...] = ()) -> None
     out Edge's preallocated files and the encoder (the sample's data, 19 MB on disk, took
     592 MB per copy, 15 GB per test run)."""
     def ignored(folder: str, names: list[str]) -> set[str]:
-        skipped = shutil.ignore_patterns(".read-copies", f"{AUDIT_FILE}*")(folder, names)
-        return skipped | (set(leave) & set(names) if Path(folder) == data_dir else set())
+        left = set(leave) & set(names) if Path(folder) == data_dir else set()
+        return _WRITTEN_MEANWHILE(folder, names) | left
 
     shutil.copytree(data_dir, target, symlinks=True, copy_function=_copy_or_link,
                     ignore=ignored)
