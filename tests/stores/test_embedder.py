@@ -51,6 +51,10 @@ TEXTS = [
 ]
 
 
+needs_openvino = pytest.mark.skipif(bool(backend_problem(OPENVINO)),
+                                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+
+
 @pytest.fixture(scope="module")
 def fp32() -> Embedder:
     return Embedder(MODEL, backend=TORCH_FP32, batch_size=2)
@@ -152,8 +156,7 @@ def test_bf16_stays_within_the_cosine_bar(fp32):
     assert cosines(bf16.embed(TEXTS), fp32.embed(TEXTS)).mean() >= 0.999
 
 
-@pytest.mark.skipif(bool(backend_problem(OPENVINO)),
-                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+@needs_openvino
 def test_openvino_converts_once_and_stays_within_the_cosine_bar(fp32, cache_dir):
     first = Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)
     converted = sorted(cache_dir.rglob("*.xml"))
@@ -164,8 +167,7 @@ def test_openvino_converts_once_and_stays_within_the_cosine_bar(fp32, cache_dir)
     np.testing.assert_allclose(second.embed(TEXTS), first.embed(TEXTS), atol=1e-6)
 
 
-@pytest.mark.skipif(bool(backend_problem(OPENVINO)),
-                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+@needs_openvino
 def test_after_the_conversion_a_process_embeds_without_torch(fp32, cache_dir):
     """The converting process leaves the tokenizer beside the model; the next process loads
     neither torch nor sentence-transformers and gives the same vectors."""
@@ -186,8 +188,7 @@ def test_after_the_conversion_a_process_embeds_without_torch(fp32, cache_dir):
     np.testing.assert_allclose(light["query"], converted.embed_query(TEXTS[2]), atol=1e-6)
 
 
-@pytest.mark.skipif(bool(backend_problem(OPENVINO)),
-                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+@needs_openvino
 def test_processes_starting_together_on_a_fresh_cache_convert_once(started_together):
     """Source runs started at once wait for the first one's conversion and embed without
     torch, instead of each loading torch and converting."""
@@ -196,8 +197,7 @@ def test_processes_starting_together_on_a_fresh_cache_convert_once(started_toget
     assert len(list(cache.rglob("*.xml"))) == 1
 
 
-@pytest.mark.skipif(bool(backend_problem(OPENVINO)),
-                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+@needs_openvino
 def test_a_cache_the_tokenizer_cannot_be_saved_in_still_embeds(fp32, cache_dir, monkeypatch):
     Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)  # converted, tokenizer saved
     [settings] = cache_dir.rglob(SETTINGS_FILE)
@@ -212,8 +212,7 @@ def test_a_cache_the_tokenizer_cannot_be_saved_in_still_embeds(fp32, cache_dir, 
     assert cosines(embedder.embed(TEXTS), fp32.embed(TEXTS)).min() >= 0.999
 
 
-@pytest.mark.skipif(bool(backend_problem(OPENVINO)),
-                    reason=f"openvino unavailable: {backend_problem(OPENVINO)}")
+@needs_openvino
 @pytest.mark.skipif(discover().find("GPU") is not None, reason="an Intel GPU is here")
 def test_the_converted_model_is_compiled_for_the_device_it_is_given(cache_dir):
     """The GPU found reaches OpenVINO's compiler: here, without a GPU, OpenVINO itself
@@ -223,6 +222,7 @@ def test_the_converted_model_is_compiled_for_the_device_it_is_given(cache_dir):
         converted_encoder(resolve_model_dir(MODEL), cache_dir, "f16", "GPU.0")
 
 
+@needs_openvino
 @pytest.mark.parametrize("precision", ["f32", "bf16"])
 def test_the_compiled_model_is_kept_without_weights_and_imported_alike(cache_dir, precision,
                                                                          monkeypatch):
@@ -244,6 +244,7 @@ def test_the_compiled_model_is_kept_without_weights_and_imported_alike(cache_dir
                                atol=1e-6)
 
 
+@needs_openvino
 def test_where_the_compiled_model_cannot_be_kept_it_is_compiled_each_time(cache_dir):
     Embedder(MODEL, backend=OPENVINO, cache_dir=cache_dir)  # converted, tokenizer saved
     (model_file,) = cache_dir.glob(f"openvino/*/{MODEL_FILE}")
