@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from jarvis_core.config import JarvisConfig, load_config
 from jarvis_core.garbage_collection import collect_less_often
@@ -25,7 +26,8 @@ from tests.pipeline_helpers import (
 
 # What `jarvis refresh` on the sample (README command 1) left: the shipped jarvis.yaml's data
 # directory, and in it what it converted, exported and embedded.
-PROJECT_DATA = PROJECT_ROOT / ".jarvis"
+PROJECT_DATA = PROJECT_ROOT / yaml.safe_load((PROJECT_ROOT / "jarvis.yaml").read_text())[
+    "data_dir"]
 PROJECT_MODEL_CACHE = PROJECT_DATA / "cache"
 
 
